@@ -1,0 +1,147 @@
+package keyrange
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"strings"
+)
+
+// Strategy is how a key is cut into ranges.
+type Strategy int
+
+const (
+	// Single reads the table as one range.
+	Single Strategy = iota
+	// Uniform cuts MIN..MAX of one integer key column into equal spans.
+	Uniform
+	// Keyset finds NTILE-equal ranges by keyset seeks (see NTile).
+	Keyset
+)
+
+func (s Strategy) String() string {
+	switch s {
+	case Uniform:
+		return "uniform"
+	case Keyset:
+		return "keyset"
+	default:
+		return "single"
+	}
+}
+
+// Choose picks the strategy for a key and a requested partition count, and
+// says why when it falls back to Single. One integer column is Uniform;
+// any other key with partitions > 1 is Keyset, when every column can be
+// bound back to the source exactly; otherwise Single.
+func Choose(cols []Column, partitions int) (Strategy, string) {
+	if partitions <= 1 {
+		return Single, "one partition requested"
+	}
+	if reason := Ineligible(cols); reason != "" {
+		return Single, reason
+	}
+	if len(cols) == 1 && cols[0].Kind == KindInt {
+		return Uniform, ""
+	}
+	return Keyset, ""
+}
+
+// Ineligible returns why a key cannot be cut into ranges, or "" when it
+// can: a key with no columns, a column of a kind that has no exact bound
+// (KindUnsupported), or a non-Unicode string column whose collation is not
+// visible (its bounds would convert in the database's default code page and
+// lose their order).
+func Ineligible(cols []Column) string {
+	if len(cols) == 0 {
+		return "the capture instance has no unique index (no key columns)"
+	}
+	var why []string
+	for _, c := range cols {
+		switch {
+		case c.Kind == KindUnsupported:
+			why = append(why, fmt.Sprintf("key column %q has type %s, which cannot be bound as a bound", c.Name, orUnknown(c.SQLType)))
+		case c.Kind == KindString && !c.Unicode && c.Collation.Name == "":
+			why = append(why, fmt.Sprintf("key column %q (%s) has no visible collation", c.Name, orUnknown(c.SQLType)))
+		}
+	}
+	return strings.Join(why, "; ")
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// UniformRanges cuts [min, max] of an integer key into n ranges of equal
+// span (the first spans absorb the remainder). The first range is open
+// below and takes NULL keys, the last is open above. Fewer distinct values
+// than n give one range per value; n < 1 is treated as 1.
+func UniformRanges(min, max int64, n int) []Range {
+	if n < 1 || max <= min {
+		return Whole()
+	}
+	span := new(big.Int).Sub(big.NewInt(max), big.NewInt(min))
+	span.Add(span, big.NewInt(1))
+	parts := big.NewInt(int64(n))
+	if span.Cmp(parts) < 0 {
+		parts.Set(span)
+	}
+	q, rem := new(big.Int).QuoRem(span, parts, new(big.Int))
+	var bounds []Tuple
+	at := big.NewInt(min)
+	for i := int64(0); i < parts.Int64()-1; i++ {
+		at.Add(at, q)
+		if i < rem.Int64() {
+			at.Add(at, big.NewInt(1))
+		}
+		bounds = append(bounds, Tuple{at.Int64()})
+	}
+	return FromBounds(bounds)
+}
+
+// Seeker finds split points by keyset seeks; a source implements it with a
+// TOP (k + 1) per seekable piece of [from, +inf), merged in key order.
+type Seeker interface {
+	// SeekKey returns the key k rows after from: the (k+1)-th key at or
+	// after from in key order, or with from nil the (k+1)-th key of the
+	// table. ok is false when fewer keys remain.
+	SeekKey(ctx context.Context, from Tuple, k int64) (key Tuple, ok bool, err error)
+}
+
+// NTile plans up to n ranges of NTILE-equal size by keyset seeks, from a
+// row count that may be estimated (sp_spaceused). The first rows % n
+// ranges hold one row more. With an exact count the ranges equal
+// NTILE(n) OVER (ORDER BY key). A count too low leaves the rest in the
+// last range; too high, the seeks run out of keys and fewer ranges come
+// out. Fewer rows than n gives one row per range; zero or one row, one
+// range. Every key lies in exactly one range whatever the count.
+func NTile(ctx context.Context, s Seeker, rows int64, n int) ([]Range, error) {
+	if n <= 1 || rows <= 1 {
+		return Whole(), nil
+	}
+	if rows < int64(n) {
+		n = int(rows)
+	}
+	q, rem := rows/int64(n), rows%int64(n)
+	var bounds []Tuple
+	var from Tuple
+	for i := 0; i < n-1; i++ {
+		size := q
+		if int64(i) < rem {
+			size++
+		}
+		key, ok, err := s.SeekKey(ctx, from, size)
+		if err != nil {
+			return nil, fmt.Errorf("keyrange: seeking the start of range %d: %w", i+1, err)
+		}
+		if !ok {
+			break
+		}
+		bounds = append(bounds, key)
+		from = key
+	}
+	return FromBounds(bounds), nil
+}

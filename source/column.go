@@ -1,0 +1,278 @@
+package source
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/cdcsnap/cdcsnap/keyrange"
+)
+
+// Column is one captured column, with its declared SQL Server type rebuilt
+// from metadata (sys.sp_cdc_get_captured_columns, sys.columns).
+type Column struct {
+	Name string `json:"name"`
+	// Type is the base type name in lower case ("varchar", "datetime2").
+	Type string `json:"type"`
+	// Length is the declared length in characters for char/varchar/nchar/
+	// nvarchar and in bytes for binary/varbinary; -1 means max.
+	Length int `json:"length,omitempty"`
+	// Precision and Scale apply to decimal/numeric (precision, scale) and
+	// to time/datetime2/datetimeoffset (scale, 0-7).
+	Precision int `json:"precision,omitempty"`
+	Scale     int `json:"scale,omitempty"`
+	// Collation is the column's collation for string types, "" when not
+	// visible.
+	Collation string `json:"collation,omitempty"`
+	Nullable  bool   `json:"nullable"`
+}
+
+// Declared returns the type as it would be declared: "varchar(20)",
+// "nvarchar(max)", "decimal(18,4)", "datetime2(7)", "int". It is the text a
+// source inlines in a CAST, so it carries every length, precision and scale.
+func (c Column) Declared() string {
+	switch c.Type {
+	case "char", "varchar", "nchar", "nvarchar", "binary", "varbinary":
+		if c.Length < 0 {
+			return c.Type + "(max)"
+		}
+		return c.Type + "(" + strconv.Itoa(c.Length) + ")"
+	case "decimal", "numeric":
+		return fmt.Sprintf("%s(%d,%d)", c.Type, c.Precision, c.Scale)
+	case "time", "datetime2", "datetimeoffset":
+		return fmt.Sprintf("%s(%d)", c.Type, c.Scale)
+	default:
+		return c.Type
+	}
+}
+
+// ParseType builds a Column's type fields from a declaration such as
+// "varchar(20)", "decimal(18, 4)", "nvarchar(max)" or "datetime2". Types
+// that take a length, precision or scale get SQL Server's defaults when it
+// is omitted (varchar means varchar(1), decimal decimal(18,0), datetime2
+// datetime2(7)).
+func ParseType(decl string) (Column, error) {
+	var c Column
+	s := strings.ToLower(strings.TrimSpace(decl))
+	name, args, hasArgs := strings.Cut(s, "(")
+	c.Type = strings.TrimSpace(name)
+	var nums []string
+	if hasArgs {
+		if !strings.HasSuffix(args, ")") {
+			return c, fmt.Errorf("type %q: missing ')'", decl)
+		}
+		for _, a := range strings.Split(strings.TrimSuffix(args, ")"), ",") {
+			nums = append(nums, strings.TrimSpace(a))
+		}
+	}
+	atoi := func(a string) (int, error) {
+		n, err := strconv.Atoi(a)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("type %q: %q is not a size", decl, a)
+		}
+		return n, nil
+	}
+	var err error
+	switch c.Type {
+	case "char", "varchar", "nchar", "nvarchar", "binary", "varbinary":
+		c.Length = 1
+		if len(nums) > 1 {
+			return c, fmt.Errorf("type %q: one length expected", decl)
+		}
+		if len(nums) == 1 {
+			if nums[0] == "max" {
+				if c.Type == "char" || c.Type == "nchar" || c.Type == "binary" {
+					return c, fmt.Errorf("type %q: max is only for var types", decl)
+				}
+				c.Length = -1
+			} else if c.Length, err = atoi(nums[0]); err != nil {
+				return c, err
+			}
+		}
+	case "decimal", "numeric":
+		c.Precision, c.Scale = 18, 0
+		if len(nums) > 2 {
+			return c, fmt.Errorf("type %q: precision and scale expected", decl)
+		}
+		if len(nums) >= 1 {
+			if c.Precision, err = atoi(nums[0]); err != nil {
+				return c, err
+			}
+		}
+		if len(nums) == 2 {
+			if c.Scale, err = atoi(nums[1]); err != nil {
+				return c, err
+			}
+		}
+		if c.Precision < 1 || c.Precision > 38 || c.Scale > c.Precision {
+			return c, fmt.Errorf("type %q: precision 1-38 and scale <= precision expected", decl)
+		}
+	case "time", "datetime2", "datetimeoffset":
+		c.Scale = 7
+		if len(nums) > 1 {
+			return c, fmt.Errorf("type %q: one scale expected", decl)
+		}
+		if len(nums) == 1 {
+			if c.Scale, err = atoi(nums[0]); err != nil {
+				return c, err
+			}
+		}
+		if c.Scale > 7 {
+			return c, fmt.Errorf("type %q: scale 0-7 expected", decl)
+		}
+	default:
+		if hasArgs {
+			return c, fmt.Errorf("type %q takes no arguments", decl)
+		}
+		if _, ok := fixedTypes[c.Type]; !ok {
+			return c, fmt.Errorf("type %q: %w", decl, ErrUnsupportedType)
+		}
+	}
+	return c, nil
+}
+
+// ErrUnsupportedType is wrapped by errors for a SQL Server type cdcsnap
+// cannot carry (sql_variant) or does not know.
+var ErrUnsupportedType = fmt.Errorf("unsupported SQL Server type")
+
+// fixedTypes are the types without arguments, with their Arrow mapping.
+var fixedTypes = map[string]func() arrow.DataType{
+	"bit":              func() arrow.DataType { return arrow.FixedWidthTypes.Boolean },
+	"tinyint":          func() arrow.DataType { return arrow.PrimitiveTypes.Int16 },
+	"smallint":         func() arrow.DataType { return arrow.PrimitiveTypes.Int16 },
+	"int":              func() arrow.DataType { return arrow.PrimitiveTypes.Int32 },
+	"bigint":           func() arrow.DataType { return arrow.PrimitiveTypes.Int64 },
+	"money":            func() arrow.DataType { return &arrow.Decimal128Type{Precision: 19, Scale: 4} },
+	"smallmoney":       func() arrow.DataType { return &arrow.Decimal128Type{Precision: 10, Scale: 4} },
+	"float":            func() arrow.DataType { return arrow.PrimitiveTypes.Float64 },
+	"real":             func() arrow.DataType { return arrow.PrimitiveTypes.Float32 },
+	"date":             func() arrow.DataType { return arrow.FixedWidthTypes.Date32 },
+	"datetime":         timestampUTC,
+	"smalldatetime":    timestampUTC,
+	"uniqueidentifier": func() arrow.DataType { return arrow.BinaryTypes.String },
+	"text":             func() arrow.DataType { return arrow.BinaryTypes.String },
+	"ntext":            func() arrow.DataType { return arrow.BinaryTypes.String },
+	"xml":              func() arrow.DataType { return arrow.BinaryTypes.String },
+	"image":            func() arrow.DataType { return arrow.BinaryTypes.Binary },
+	"rowversion":       func() arrow.DataType { return arrow.BinaryTypes.Binary },
+	"timestamp":        func() arrow.DataType { return arrow.BinaryTypes.Binary },
+	"hierarchyid":      func() arrow.DataType { return arrow.BinaryTypes.Binary },
+	"geometry":         func() arrow.DataType { return arrow.BinaryTypes.Binary },
+	"geography":        func() arrow.DataType { return arrow.BinaryTypes.Binary },
+	"sql_variant":      nil,
+}
+
+func timestampUTC() arrow.DataType { return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"} }
+
+// ArrowType maps the column's SQL Server type to the Arrow type a source
+// produces and a sink stores:
+//
+//	bit                                  boolean
+//	tinyint, smallint / int / bigint     int16 / int32 / int64 (Delta has no unsigned byte)
+//	decimal(p,s), numeric(p,s)           decimal128(p,s); money decimal(19,4), smallmoney decimal(10,4)
+//	float / real                         float64 / float32
+//	date                                 date32
+//	datetime, smalldatetime, datetime2   timestamp[us, UTC] (wall clock taken as UTC; datetime2(7) truncated to µs)
+//	datetimeoffset                       timestamp[us, UTC] (the instant; the offset is not kept)
+//	time(n)                              string "hh:mm:ss[.fffffff]" with n digits (Delta has no time type)
+//	char, varchar, nchar, nvarchar, text, ntext, xml   string
+//	uniqueidentifier                     string, canonical lowercase form
+//	binary, varbinary, image, rowversion binary
+//	hierarchyid, geometry, geography     binary: the raw CLR serialization (documented fallback)
+//	sql_variant                          ErrUnsupportedType
+func (c Column) ArrowType() (arrow.DataType, error) {
+	switch c.Type {
+	case "char", "varchar", "nchar", "nvarchar", "time":
+		return arrow.BinaryTypes.String, nil
+	case "binary", "varbinary":
+		return arrow.BinaryTypes.Binary, nil
+	case "decimal", "numeric":
+		return &arrow.Decimal128Type{Precision: int32(c.Precision), Scale: int32(c.Scale)}, nil
+	case "datetime2", "datetimeoffset":
+		return timestampUTC(), nil
+	}
+	f, ok := fixedTypes[c.Type]
+	if !ok || f == nil {
+		return nil, fmt.Errorf("column %q: type %s: %w", c.Name, c.Declared(), ErrUnsupportedType)
+	}
+	return f(), nil
+}
+
+// KeyColumn describes the column as a key column for planning.
+func (c Column) KeyColumn() keyrange.Column {
+	k := keyrange.Column{Name: c.Name, SQLType: c.Declared()}
+	switch c.Type {
+	case "tinyint", "smallint", "int", "bigint":
+		k.Kind = keyrange.KindInt
+	case "bit":
+		k.Kind = keyrange.KindBool
+	case "decimal", "numeric", "money", "smallmoney":
+		k.Kind = keyrange.KindDecimal
+	case "float", "real":
+		k.Kind = keyrange.KindFloat
+	case "char", "varchar", "nchar", "nvarchar":
+		k.Kind = keyrange.KindString
+		k.Collation = keyrange.ParseCollation(c.Collation)
+		k.Unicode = c.Type == "nchar" || c.Type == "nvarchar"
+	case "binary", "varbinary":
+		k.Kind = keyrange.KindBytes
+	case "date":
+		k.Kind = keyrange.KindDate
+	case "time":
+		k.Kind = keyrange.KindTime
+	case "datetime", "smalldatetime", "datetime2":
+		k.Kind = keyrange.KindDateTime
+	case "datetimeoffset":
+		k.Kind = keyrange.KindDateTimeOffset
+	case "uniqueidentifier":
+		k.Kind = keyrange.KindUUID
+	default:
+		k.Kind = keyrange.KindUnsupported
+	}
+	return k
+}
+
+// ArrowSchema returns the Arrow schema of rows of these columns, every
+// field nullable as the column is.
+func ArrowSchema(cols []Column) (*arrow.Schema, error) {
+	fields := make([]arrow.Field, len(cols))
+	for i, c := range cols {
+		t, err := c.ArrowType()
+		if err != nil {
+			return nil, err
+		}
+		fields[i] = arrow.Field{Name: c.Name, Type: t, Nullable: c.Nullable}
+	}
+	return arrow.NewSchema(fields, nil), nil
+}
+
+// The change metadata columns a source adds to each change row, after the
+// captured columns (see ChangeSchema).
+const (
+	ColOperation = "_operation"
+	ColStartLSN  = "_start_lsn"
+	ColSeqval    = "_seqval"
+	ColCommandID = "_command_id"
+	ColCommitTS  = "_commit_ts"
+)
+
+// ChangeSchema is the schema of ReadChanges: the captured columns, then
+// _operation int32 (1 delete, 2 insert, 3 update before, 4 update after),
+// _start_lsn and _seqval as LSN strings ("0x" + 20 hex digits), _command_id
+// int32 (NULL when the source cannot tell), _commit_ts timestamp[us, UTC].
+func ChangeSchema(cols []Column) (*arrow.Schema, error) {
+	s, err := ArrowSchema(cols)
+	if err != nil {
+		return nil, err
+	}
+	fields := append(s.Fields(),
+		arrow.Field{Name: ColOperation, Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		arrow.Field{Name: ColStartLSN, Type: arrow.BinaryTypes.String, Nullable: true},
+		arrow.Field{Name: ColSeqval, Type: arrow.BinaryTypes.String, Nullable: true},
+		arrow.Field{Name: ColCommandID, Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		arrow.Field{Name: ColCommitTS, Type: timestampUTC(), Nullable: true},
+	)
+	return arrow.NewSchema(fields, nil), nil
+}

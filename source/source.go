@@ -1,0 +1,214 @@
+// Package source defines what a snapshot needs from a CDC database: the
+// Source interface, the capture instance and its columns, and the errors a
+// source returns. source/sqlserver implements it on SQL Server; package
+// fake implements it in memory, behaving like SQL Server where it matters.
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/lsn"
+)
+
+// ErrNotFound means the capture instance does not exist (or the login
+// cannot see it).
+var ErrNotFound = errors.New("capture instance not found")
+
+// ErrDataLoss means changes were asked for below the capture instance's
+// minimum LSN: retention cleanup has purged them (SQL Server error 313).
+// Errors that wrap it are *DataLossError.
+var ErrDataLoss = errors.New("changes purged by CDC retention (data loss)")
+
+// NotFoundError names the capture instance asked for and those that exist.
+// It wraps ErrNotFound.
+type NotFoundError struct {
+	Name      string
+	Available []string
+}
+
+func (e *NotFoundError) Error() string {
+	if len(e.Available) == 0 {
+		return fmt.Sprintf("capture instance %q not found: the database has no capture instances", e.Name)
+	}
+	return fmt.Sprintf("capture instance %q not found; the database has: %s", e.Name, strings.Join(e.Available, ", "))
+}
+
+// Unwrap returns ErrNotFound.
+func (e *NotFoundError) Unwrap() error { return ErrNotFound }
+
+// AmbiguousError means a name matches two or more capture instances
+// ignoring case, and none exactly (a case-sensitive database can hold
+// dbo_Orders and dbo_ORDERS).
+type AmbiguousError struct {
+	Name    string
+	Matches []string
+}
+
+func (e *AmbiguousError) Error() string {
+	return fmt.Sprintf("capture instance %q is ambiguous: it matches %s ignoring case", e.Name, strings.Join(e.Matches, " and "))
+}
+
+// DataLossError reports a change read from below the minimum LSN. It wraps
+// ErrDataLoss.
+type DataLossError struct {
+	CaptureInstance string
+	// Requested is the first LSN asked for.
+	Requested lsn.LSN
+	// MinLSN is the capture instance's minimum LSN now.
+	MinLSN lsn.LSN
+}
+
+func (e *DataLossError) Error() string {
+	return fmt.Sprintf("capture instance %q: changes from %s requested but the minimum LSN is %s: %v", e.CaptureInstance, e.Requested, e.MinLSN, ErrDataLoss)
+}
+
+// Unwrap returns ErrDataLoss.
+func (e *DataLossError) Unwrap() error { return ErrDataLoss }
+
+// Resolve picks the capture instance called name among names, as SQL
+// Server's lookups do under a case-insensitive database collation: the exact
+// name first, else the one name equal to it ignoring case. None is a
+// *NotFoundError, two or more an *AmbiguousError.
+func Resolve(name string, names []string) (string, error) {
+	var folded []string
+	for _, n := range names {
+		if n == name {
+			return n, nil
+		}
+		if strings.EqualFold(n, name) {
+			folded = append(folded, n)
+		}
+	}
+	switch len(folded) {
+	case 1:
+		return folded[0], nil
+	case 0:
+		return "", &NotFoundError{Name: name, Available: names}
+	default:
+		return "", &AmbiguousError{Name: name, Matches: folded}
+	}
+}
+
+// Isolation is the isolation level a snapshot reads under. NOLOCK (READ
+// UNCOMMITTED) is deliberately absent: a dirty read can keep a row that a
+// rollback removes, and no change row would ever correct it.
+type Isolation int
+
+const (
+	// ReadCommitted is the default.
+	ReadCommitted Isolation = iota
+	// Snapshot reads a transactionally consistent view (the database must
+	// allow snapshot isolation).
+	Snapshot
+)
+
+func (i Isolation) String() string {
+	if i == Snapshot {
+		return "SNAPSHOT"
+	}
+	return "READ COMMITTED"
+}
+
+// CaptureInstance describes one CDC capture instance.
+type CaptureInstance struct {
+	// Name is the instance's name as the database stores it.
+	Name string `json:"name"`
+	// SourceSchema and SourceTable name the captured table.
+	SourceSchema string `json:"source_schema"`
+	SourceTable  string `json:"source_table"`
+	// StartLSN is the instance's first LSN (start_lsn of
+	// sys.sp_cdc_help_change_data_capture).
+	StartLSN lsn.LSN `json:"start_lsn"`
+	// Columns are the captured columns in ordinal order.
+	Columns []Column `json:"columns"`
+	// Key names the columns of the instance's unique index, in index order
+	// (index_column_list); empty when the instance has none.
+	Key []string `json:"key"`
+}
+
+// KeyColumns returns the key as keyrange needs it.
+func (ci *CaptureInstance) KeyColumns() ([]keyrange.Column, error) {
+	out := make([]keyrange.Column, 0, len(ci.Key))
+	for _, k := range ci.Key {
+		c, ok := ci.Column(k)
+		if !ok {
+			return nil, fmt.Errorf("capture instance %q: key column %q is not captured", ci.Name, k)
+		}
+		out = append(out, c.KeyColumn())
+	}
+	return out, nil
+}
+
+// Column returns the captured column called name (exact match).
+func (ci *CaptureInstance) Column(name string) (Column, bool) {
+	for _, c := range ci.Columns {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Column{}, false
+}
+
+// ReadOptions says how to read a range of the table.
+type ReadOptions struct {
+	// Isolation is the transaction isolation level.
+	Isolation Isolation
+	// BatchRows caps the rows per record batch; zero means the source's
+	// default.
+	BatchRows int
+}
+
+// Source is a CDC database as a snapshot uses it. Implementations must be
+// safe for concurrent use: partitions are read in parallel.
+type Source interface {
+	// CaptureInstance resolves name (see Resolve) and describes the
+	// instance. Errors: *NotFoundError (wrapping ErrNotFound),
+	// *AmbiguousError.
+	CaptureInstance(ctx context.Context, name string) (*CaptureInstance, error)
+
+	// MaxLSN returns sys.fn_cdc_get_max_lsn(): the highest LSN of any
+	// committed change captured so far.
+	MaxLSN(ctx context.Context) (lsn.LSN, error)
+
+	// MinLSN returns sys.fn_cdc_get_min_lsn(ci) and true, or false when the
+	// function returns NULL or the zero LSN, as it does for a new instance
+	// until the capture job reaches its start_lsn.
+	MinLSN(ctx context.Context, ci string) (lsn.LSN, bool, error)
+
+	// LSNTime returns sys.fn_cdc_map_lsn_to_time(l) in UTC: the commit time
+	// of the highest LSN at or below l that has a commit (zero time when none).
+	LSNTime(ctx context.Context, l lsn.LSN) (time.Time, error)
+
+	// IntKeyBounds returns MIN and MAX of the single integer key column of
+	// ci's source table. ok is false when the table is empty or every key is
+	// NULL.
+	IntKeyBounds(ctx context.Context, ci *CaptureInstance) (min, max int64, ok bool, err error)
+
+	// RowCount returns the table's row count from metadata (sp_spaceused):
+	// cheap, and allowed to be stale.
+	RowCount(ctx context.Context, ci *CaptureInstance) (int64, error)
+
+	// SeekKey returns the key k rows after from (see keyrange.Seeker), read
+	// under iso with a TOP (k + 1) per seekable piece of [from, +inf).
+	SeekKey(ctx context.Context, ci *CaptureInstance, iso Isolation, from keyrange.Tuple, k int64) (keyrange.Tuple, bool, error)
+
+	// ReadRange streams the current rows of ci's source table whose key lies
+	// in r, as the UNION ALL of r's seekable pieces (keyrange.Pieces), in
+	// record batches of the captured columns (ArrowSchema of ci.Columns).
+	// The caller releases the reader; an error during the read is its Err.
+	ReadRange(ctx context.Context, ci *CaptureInstance, r keyrange.Range, opts ReadOptions) (array.RecordReader, error)
+
+	// ReadChanges streams the changes of ci with from <= __$start_lsn <= to,
+	// in ChangeSchema(ci.Columns), ordered by (__$start_lsn, __$command_id,
+	// __$seqval, __$operation), with updates as before (3) and after (4)
+	// images. from below the instance's minimum LSN is a *DataLossError;
+	// an empty interval (from > to) is an empty reader.
+	ReadChanges(ctx context.Context, ci *CaptureInstance, from, to lsn.LSN) (array.RecordReader, error)
+}
