@@ -60,6 +60,11 @@ type Info struct {
 	// PlanID identifies the plan the parts belong to, so a commit can refuse
 	// parts written for another plan.
 	PlanID string `json:"plan_id"`
+	// Replaces is the LSN of the newest snapshot of the instance that the
+	// writer saw before it started (a resnapshot replaces it), or the zero
+	// LSN when it saw none. CommitSnapshot commits only while that is still
+	// the sink's newest snapshot of the instance.
+	Replaces lsn.LSN `json:"replaces"`
 }
 
 // Part describes one partition's rows, written but not yet visible.
@@ -91,9 +96,11 @@ type Sink interface {
 	WritePartition(ctx context.Context, info Info, partition int, rr array.RecordReader) (Part, error)
 
 	// CommitSnapshot makes parts visible in one atomic step and records the
-	// snapshot durably, so FindSnapshot finds it. If a whole snapshot of the
-	// same capture instance (ignoring case) landed meanwhile, it returns that
-	// one and an error wrapping ErrSnapshotExists, and commits nothing.
+	// snapshot durably, so FindSnapshot finds it (the newest snapshot of an
+	// instance wins). If the sink's newest whole snapshot of the capture
+	// instance (ignoring case) is no longer info.Replaces (the zero LSN:
+	// none), another writer landed meanwhile: it returns that snapshot and an
+	// error wrapping ErrSnapshotExists, and commits nothing.
 	CommitSnapshot(ctx context.Context, info Info, parts []Part) (Snapshot, error)
 }
 

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/cdcsnap/cdcsnap/fake"
+	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/sink/delta"
+	"github.com/cdcsnap/cdcsnap/snapshot"
+)
+
+const (
+	demoTable    = "sales.orders"
+	demoInstance = "sales_orders"
+)
+
+var demoRegions = []string{"AMER-East", "AMER-West", "APAC", "EMEA-North", "EMEA-South", "LATAM"}
+
+// demoDB is the embedded fake CDC database the main job reads by default:
+// sales.orders keyed by (region varchar CI, order_id bigint), with
+// nvarchar, decimal, datetime2, date, bit, uniqueidentifier and NULLs.
+type demoDB struct {
+	db   *fake.DB
+	mu   sync.Mutex
+	rng  *rand.Rand
+	next int64
+}
+
+func newDemo(rows int) (*demoDB, error) {
+	db := fake.New(fake.Options{Start: time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC), Tick: 250 * time.Millisecond})
+	err := db.CreateTable(fake.TableDef{Schema: "sales", Name: "orders", Key: []string{"region", "order_id"}, Columns: []fake.ColumnDef{
+		{Name: "region", Type: "varchar(16)", Collation: "SQL_Latin1_General_CP1_CI_AS"},
+		{Name: "order_id", Type: "bigint"},
+		{Name: "customer", Type: "nvarchar(100)", Nullable: true},
+		{Name: "amount", Type: "decimal(18,4)", Nullable: true},
+		{Name: "placed_at", Type: "datetime2(7)"},
+		{Name: "ship_date", Type: "date", Nullable: true},
+		{Name: "express", Type: "bit"},
+		{Name: "ref", Type: "uniqueidentifier"},
+	}})
+	if err != nil {
+		return nil, err
+	}
+	d := &demoDB{db: db, rng: rand.New(rand.NewPCG(42, 2026))}
+	batch := make([]fake.Row, 0, 10_000)
+	for range rows {
+		batch = append(batch, d.row())
+		if len(batch) == cap(batch) {
+			if _, err := db.Load("sales", "orders", batch...); err != nil {
+				return nil, err
+			}
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		if _, err := db.Load("sales", "orders", batch...); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := db.EnableCDC("sales", "orders", demoInstance); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// row returns a new order; callers hold d.mu or run before any reader.
+func (d *demoDB) row() fake.Row {
+	r := d.rng
+	d.next++
+	var customer, amount, ship any
+	if r.IntN(20) > 0 {
+		customer = fmt.Sprintf("Customer %05d — %s", r.IntN(50_000), []string{"Zoë", "Jürgen", "Łukasz", "Ana", "李"}[r.IntN(5)])
+	}
+	if r.IntN(10) > 0 {
+		amount = keyrange.Decimal(fmt.Sprintf("%d.%04d", r.IntN(100_000), r.IntN(10_000)))
+	}
+	placed := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.Int64N(int64(700*24*time.Hour/100))) * 100)
+	if r.IntN(3) > 0 {
+		ship = time.Date(placed.Year(), placed.Month(), placed.Day()+1+r.IntN(9), 0, 0, 0, 0, time.UTC)
+	}
+	var ref keyrange.UUID
+	for i := range ref {
+		ref[i] = byte(r.Uint32())
+	}
+	return fake.Row{demoRegions[r.IntN(len(demoRegions))], d.next, customer, amount, placed, ship, r.IntN(4) == 0, ref}
+}
+
+// changeDuringRead commits a transaction of inserts, updates and deletes
+// after every 16th page the snapshot reads: the stream must carry them.
+func (d *demoDB) changeDuringRead() {
+	pages := 0
+	d.db.SetPageHook(func(ctx context.Context, p fake.Page) error {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		pages++
+		if pages%16 != 0 {
+			return nil
+		}
+		return d.commitChanges()
+	})
+}
+
+func (d *demoDB) stopChanges() { d.db.SetPageHook(nil) }
+
+func (d *demoDB) commitChanges() error {
+	tx := d.db.Begin()
+	ins := d.row()
+	if err := tx.Insert("sales", "orders", ins); err != nil {
+		return err
+	}
+	// Update and delete existing orders (ids 1..rows, some already gone:
+	// those are skipped).
+	for _, op := range []string{"update", "delete"} {
+		id := 1 + d.rng.Int64N(d.next-1)
+		region := demoRegions[d.rng.IntN(len(demoRegions))]
+		row, ok, err := d.db.Get("sales", "orders", []any{region, id})
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if op == "delete" {
+			err = tx.Delete("sales", "orders", []any{region, id})
+		} else {
+			row = append(fake.Row(nil), row...)
+			row[3] = keyrange.Decimal(fmt.Sprintf("%d.5000", d.rng.IntN(1000)))
+			err = tx.Update("sales", "orders", []any{region, id}, row)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	_, err := tx.Commit()
+	return err
+}
+
+// verify reads the Delta table back and compares its latest image per key
+// with the fake's current table. It returns the number of keys and the
+// differences.
+func (d *demoDB) verify(ctx context.Context, table *delta.Table) (int, []string, error) {
+	ci, err := d.db.CaptureInstance(ctx, demoInstance)
+	if err != nil {
+		return 0, nil, err
+	}
+	want, err := snapshot.SourceImage(ctx, d.db, ci)
+	if err != nil {
+		return 0, nil, err
+	}
+	key, err := ci.KeyColumns()
+	if err != nil {
+		return 0, nil, err
+	}
+	got := snapshot.NewImage(ci.Columns, key)
+	rr, err := table.ReadAll(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := snapshot.ReadImage(ctx, got, rr, true); err != nil {
+		return 0, nil, err
+	}
+	return want.Len(), want.Diff(got, 10), nil
+}
+
+// countingReader counts the rows that pass through it.
+type countingReader struct {
+	array.RecordReader
+	rows int64
+}
+
+func (c *countingReader) Next() bool {
+	if !c.RecordReader.Next() {
+		return false
+	}
+	c.rows += c.RecordBatch().NumRows()
+	return true
+}

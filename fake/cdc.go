@@ -1,0 +1,340 @@
+package fake
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/cdcsnap/cdcsnap/lsn"
+	"github.com/cdcsnap/cdcsnap/source"
+)
+
+// MaxInstancesPerTable is SQL Server's limit of capture instances per table.
+const MaxInstancesPerTable = 2
+
+// instance is a capture instance and its change table.
+type instance struct {
+	name    string
+	t       *table
+	colIdx  []int           // captured columns' positions in t's columns
+	cols    []source.Column // captured columns as the instance reports them
+	key     []string
+	start   lsn.LSN
+	min     lsn.LSN
+	changes []*change // in (start_lsn, command_id, seqval, operation) order
+}
+
+// EnableCDC creates a capture instance on a table, as
+// sys.sp_cdc_enable_table does: it captures the named columns (all when
+// none are named), its key is the table's primary key, and its start_lsn is
+// the LSN the next commit will get. An empty name means "<schema>_<table>".
+// A table holds at most two instances; names must differ exactly (two that
+// differ only in case model a case-sensitive database).
+func (db *DB) EnableCDC(schema, name, instanceName string, columns ...string) (*source.CaptureInstance, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	t, err := db.tableLocked(schema, name)
+	if err != nil {
+		return nil, err
+	}
+	if instanceName == "" {
+		instanceName = t.schema + "_" + t.name
+	}
+	for _, in := range db.instances {
+		if in.name == instanceName {
+			return nil, fmt.Errorf("fake: enable CDC on %s: capture instance %q exists (on %s)", t, instanceName, in.t)
+		}
+	}
+	if len(t.instances) >= MaxInstancesPerTable {
+		return nil, fmt.Errorf("fake: enable CDC on %s as %q: the table already has %d capture instances (%s and %s)",
+			t, instanceName, len(t.instances), t.instances[0].name, t.instances[1].name)
+	}
+	in := &instance{name: instanceName, t: t, key: append([]string(nil), t.keyNames...), start: db.next, min: db.next}
+	if len(columns) == 0 {
+		for i := range t.cols {
+			in.colIdx = append(in.colIdx, i)
+		}
+	}
+	for _, c := range columns {
+		j := -1
+		for i, tc := range t.cols {
+			if tc.Name == c || j < 0 && strings.EqualFold(tc.Name, c) {
+				j = i
+			}
+		}
+		if j < 0 {
+			return nil, fmt.Errorf("fake: enable CDC on %s: captured column %q is not a column of the table", t, c)
+		}
+		for _, k := range in.colIdx {
+			if k == j {
+				return nil, fmt.Errorf("fake: enable CDC on %s: column %q listed twice", t, c)
+			}
+		}
+		in.colIdx = append(in.colIdx, j)
+	}
+	sort.Ints(in.colIdx)
+	for _, j := range in.colIdx {
+		c := t.cols[j]
+		if t.hidden[j] {
+			c.Collation = ""
+		}
+		in.cols = append(in.cols, c)
+	}
+	t.instances = append(t.instances, in)
+	db.instances = append(db.instances, in)
+	return in.describe(), nil
+}
+
+// DisableCDC drops a capture instance and its change table, as
+// sys.sp_cdc_disable_table does. The name resolves as CaptureInstance's.
+func (db *DB) DisableCDC(instanceName string) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	in, err := db.instanceLocked(instanceName)
+	if err != nil {
+		return err
+	}
+	drop := func(list []*instance) []*instance {
+		out := list[:0:0]
+		for _, x := range list {
+			if x != in {
+				out = append(out, x)
+			}
+		}
+		return out
+	}
+	in.t.instances = drop(in.t.instances)
+	db.instances = drop(db.instances)
+	return nil
+}
+
+func (in *instance) describe() *source.CaptureInstance {
+	return &source.CaptureInstance{
+		Name:         in.name,
+		SourceSchema: in.t.schema,
+		SourceTable:  in.t.name,
+		StartLSN:     in.start,
+		Columns:      append([]source.Column(nil), in.cols...),
+		Key:          append([]string(nil), in.key...),
+	}
+}
+
+func (db *DB) instanceLocked(name string) (*instance, error) {
+	names := make([]string, len(db.instances))
+	for i, in := range db.instances {
+		names[i] = in.name
+	}
+	got, err := source.Resolve(name, names)
+	if err != nil {
+		return nil, fmt.Errorf("fake: %w", err)
+	}
+	for _, in := range db.instances {
+		if in.name == got {
+			return in, nil
+		}
+	}
+	return nil, fmt.Errorf("fake: capture instance %q vanished", got)
+}
+
+// RunCaptureJob lets the capture job catch up with every commit so far: the
+// change tables, fn_cdc_get_max_lsn and fn_cdc_map_lsn_to_time show them,
+// and an instance whose start_lsn the job has passed gets a valid minimum
+// LSN. Without Options.ManualCapture the job also runs on its own after
+// commits (Options.CaptureEvery).
+func (db *DB) RunCaptureJob() {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.runCaptureJobLocked()
+}
+
+func (db *DB) runCaptureJobLocked() {
+	db.captured = db.lastLSN
+	db.sinceJob = 0
+}
+
+// NextLSN returns the LSN the next commit will get (the start_lsn a capture
+// instance enabled now would have).
+func (db *DB) NextLSN() lsn.LSN {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	return db.next
+}
+
+// Cleanup is CDC retention cleanup (sys.sp_cdc_cleanup_change_table): it
+// purges the change rows below lowWatermark from the named capture instance,
+// or from every instance when name is empty, and raises their minimum LSN
+// to lowWatermark. A watermark at or below an instance's minimum changes
+// nothing; one above fn_cdc_get_max_lsn is an error, as on SQL Server.
+func (db *DB) Cleanup(name string, lowWatermark lsn.LSN) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	list := db.instances
+	if name != "" {
+		in, err := db.instanceLocked(name)
+		if err != nil {
+			return err
+		}
+		list = []*instance{in}
+	}
+	if max := db.maxLSNLocked(); max.Less(lowWatermark) {
+		return fmt.Errorf("fake: cleanup to %s: the low water mark is above the maximum LSN %s", lowWatermark, max)
+	}
+	for _, in := range list {
+		if !in.min.Less(lowWatermark) {
+			continue
+		}
+		i := sort.Search(len(in.changes), func(i int) bool { return !in.changes[i].lsn.Less(lowWatermark) })
+		in.changes = append([]*change(nil), in.changes[i:]...)
+		in.min = lowWatermark
+	}
+	return nil
+}
+
+func (db *DB) maxLSNLocked() lsn.LSN {
+	i := sort.Search(len(db.mapping), func(i int) bool { return db.captured.Less(db.mapping[i].lsn) })
+	if i == 0 {
+		return lsn.LSN{}
+	}
+	return db.mapping[i-1].lsn
+}
+
+// CaptureInstance implements source.Source: the name resolves exactly, then
+// ignoring case.
+func (db *DB) CaptureInstance(ctx context.Context, name string) (*source.CaptureInstance, error) {
+	if err := db.enter(ctx, OpCaptureInstance); err != nil {
+		return nil, err
+	}
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	in, err := db.instanceLocked(name)
+	if err != nil {
+		return nil, err
+	}
+	return in.describe(), nil
+}
+
+// enter checks the context and any injected fault of op.
+func (db *DB) enter(ctx context.Context, op Op) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("fake: %s: %w", op, err)
+	}
+	return db.fault(op)
+}
+
+// MaxLSN implements source.Source: the highest commit LSN with captured
+// changes that the capture job has processed; zero when none.
+func (db *DB) MaxLSN(ctx context.Context) (lsn.LSN, error) {
+	if err := db.enter(ctx, OpMaxLSN); err != nil {
+		return lsn.LSN{}, err
+	}
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	return db.maxLSNLocked(), nil
+}
+
+// MinLSN implements source.Source: false until the capture job has
+// processed past the instance's start_lsn, then its minimum LSN (start_lsn,
+// raised by Cleanup).
+func (db *DB) MinLSN(ctx context.Context, ci string) (lsn.LSN, bool, error) {
+	if err := db.enter(ctx, OpMinLSN); err != nil {
+		return lsn.LSN{}, false, err
+	}
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	in, err := db.instanceLocked(ci)
+	if err != nil {
+		return lsn.LSN{}, false, err
+	}
+	if db.captured.Less(in.start) {
+		return lsn.LSN{}, false, nil
+	}
+	return in.min, true, nil
+}
+
+// LSNTime implements source.Source from cdc.lsn_time_mapping: the commit
+// time of the highest captured commit at or below l that the capture job
+// has processed; zero time when none.
+func (db *DB) LSNTime(ctx context.Context, l lsn.LSN) (time.Time, error) {
+	if err := db.enter(ctx, OpLSNTime); err != nil {
+		return time.Time{}, err
+	}
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	upTo := l
+	if db.captured.Less(upTo) {
+		upTo = db.captured
+	}
+	i := sort.Search(len(db.mapping), func(i int) bool { return upTo.Less(db.mapping[i].lsn) })
+	if i == 0 {
+		return time.Time{}, nil
+	}
+	return db.mapping[i-1].ts, nil
+}
+
+// lookup finds the instance ci names (exactly, then ignoring case).
+func (db *DB) lookup(ci *source.CaptureInstance) (*instance, error) {
+	if ci == nil {
+		return nil, fmt.Errorf("fake: nil capture instance")
+	}
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	return db.instanceLocked(ci.Name)
+}
+
+// ReadChanges implements source.Source, reading the change table: the
+// changes the capture job has processed with from <= __$start_lsn <= to, in
+// (start_lsn, command_id, seqval, operation) order, _command_id set. from
+// below the instance's minimum LSN (its start_lsn until the capture job
+// reaches it, then as Cleanup raises it) is a *source.DataLossError.
+func (db *DB) ReadChanges(ctx context.Context, ci *source.CaptureInstance, from, to lsn.LSN) (array.RecordReader, error) {
+	if err := db.enter(ctx, OpReadChanges); err != nil {
+		return nil, err
+	}
+	in, err := db.lookup(ci)
+	if err != nil {
+		return nil, err
+	}
+	schema, err := source.ChangeSchema(in.cols)
+	if err != nil {
+		return nil, fmt.Errorf("fake: ReadChanges %s: %w", in.name, err)
+	}
+	db.mu.RLock()
+	if from.Less(in.min) {
+		err := &source.DataLossError{CaptureInstance: in.name, Requested: from, MinLSN: in.min}
+		db.mu.RUnlock()
+		return nil, fmt.Errorf("fake: ReadChanges: %w", err)
+	}
+	if db.captured.Less(to) {
+		to = db.captured
+	}
+	changes := in.changes
+	db.mu.RUnlock()
+	lo := sort.Search(len(changes), func(i int) bool { return !changes[i].lsn.Less(from) })
+	hi := sort.Search(len(changes), func(i int) bool { return to.Less(changes[i].lsn) })
+	if hi < lo {
+		hi = lo
+	}
+	changes = changes[lo:hi]
+	enc, err := newEncoder(in.cols, in.colIdx)
+	if err != nil {
+		return nil, fmt.Errorf("fake: ReadChanges %s: %w", in.name, err)
+	}
+	r := newReader(ctx, schema, func(rr *reader) (int, error) {
+		n := 0
+		for len(changes) > 0 && n < DefaultBatchRows {
+			c := changes[0]
+			changes = changes[1:]
+			if err := enc.appendRow(rr.rb, c.vals); err != nil {
+				return n, err
+			}
+			enc.appendChangeMeta(rr.rb, len(in.cols), c)
+			n++
+		}
+		return n, nil
+	})
+	return r, nil
+}

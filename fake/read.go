@@ -1,0 +1,290 @@
+package fake
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/source"
+)
+
+// seekPiece is a keyrange.Piece compiled against a table's key order: the
+// bounds of its index seek as normalized key prefixes, and its guard.
+type seekPiece struct {
+	lo       []any // the seek starts at the first key whose prefix is >= lo (> when loStrict)
+	loStrict bool
+	hi       []any // and ends before the first key whose prefix is >= hi (> when hiStrict)
+	hiStrict bool
+	guard    bool
+	from     int   // guard: first column compared
+	below    []any // guard: key[from:] < below, when not nil
+	above    any   // guard: key[from] > above, when hasAbove
+	hasAbove bool
+}
+
+func (t *table) compilePieces(r keyrange.Range) ([]seekPiece, error) {
+	ps, err := keyrange.Pieces(t.keyCols, r)
+	if err != nil {
+		return nil, fmt.Errorf("fake: table %s: %w", t, err)
+	}
+	out := make([]seekPiece, len(ps))
+	for i, p := range ps {
+		eq, err := normalizeTuple(t.keyCols, t.order, 0, p.Eq)
+		if err != nil {
+			return nil, fmt.Errorf("fake: table %s: %w", t, err)
+		}
+		j := len(eq)
+		sp := seekPiece{lo: eq, hi: eq, hiStrict: true}
+		if p.Lower != nil {
+			sp.lo = append(append([]any(nil), eq...), t.order[j].normalize(p.Lower.Value))
+			sp.loStrict = !p.Lower.Inclusive
+		}
+		if p.Upper != nil {
+			sp.hi = append(append([]any(nil), eq...), t.order[j].normalize(p.Upper.Value))
+			sp.hiStrict = p.Upper.Inclusive
+		}
+		if g := p.Guard; g != nil {
+			sp.guard, sp.from = true, g.From
+			if g.Below != nil {
+				if sp.below, err = normalizeTuple(t.keyCols, t.order, g.From, g.Below); err != nil {
+					return nil, fmt.Errorf("fake: table %s: %w", t, err)
+				}
+			}
+			if g.Above != nil {
+				sp.above, sp.hasAbove = t.order[g.From].normalize(g.Above.Value), true
+			}
+		}
+		out[i] = sp
+	}
+	return out, nil
+}
+
+// bounds returns the positions of the piece's seek range in rs.
+func (p *seekPiece) bounds(o keyOrder, rs *rowset) (start, end pos) {
+	start = firstWhere(o, rs, p.lo, p.loStrict)
+	if len(p.hi) == 0 {
+		return start, rs.end()
+	}
+	return start, firstWhere(o, rs, p.hi, p.hiStrict)
+}
+
+// firstWhere returns the first position whose key prefix is above bound
+// (strict) or at or above it.
+func firstWhere(o keyOrder, rs *rowset, bound []any, strict bool) pos {
+	if len(bound) == 0 {
+		if strict {
+			return rs.end()
+		}
+		return pos{}
+	}
+	return rs.search(func(r *row) bool {
+		c := o.compare(r.key, bound)
+		return c > 0 || c == 0 && !strict
+	})
+}
+
+// keep applies the piece's guard.
+func (p *seekPiece) keep(o keyOrder, key []any) bool {
+	if !p.guard {
+		return true
+	}
+	if p.below != nil && o.compareFrom(p.from, key, p.below) >= 0 {
+		return false
+	}
+	if p.hasAbove && o[p.from].compare(key[p.from], p.above) <= 0 {
+		return false
+	}
+	return true
+}
+
+// ReadRange implements source.Source. The range's pieces are read in key
+// order, page by page (opts.BatchRows rows, DefaultBatchRows when zero),
+// each page continuing after the last key read. Under READ COMMITTED a page
+// reads the rows committed when it starts; under SNAPSHOT every page reads
+// the rows as of this call. Each row of a piece's seek range counts as
+// examined (Stats.RowsExamined). After each page the page hook runs (see
+// SetPageHook); between pages the reader checks ctx.
+func (db *DB) ReadRange(ctx context.Context, ci *source.CaptureInstance, r keyrange.Range, opts source.ReadOptions) (array.RecordReader, error) {
+	if err := db.enter(ctx, OpReadRange); err != nil {
+		return nil, err
+	}
+	in, err := db.lookup(ci)
+	if err != nil {
+		return nil, err
+	}
+	t := in.t
+	schema, err := source.ArrowSchema(in.cols)
+	if err != nil {
+		return nil, fmt.Errorf("fake: ReadRange %s: %w", in.name, err)
+	}
+	enc, err := newEncoder(in.cols, in.colIdx)
+	if err != nil {
+		return nil, fmt.Errorf("fake: ReadRange %s: %w", in.name, err)
+	}
+	pieces, err := t.compilePieces(r)
+	if err != nil {
+		return nil, fmt.Errorf("fake: ReadRange %s %s: %w", in.name, r, err)
+	}
+	batch := opts.BatchRows
+	if batch <= 0 {
+		batch = DefaultBatchRows
+	}
+	var snap *rowset
+	if opts.Isolation == source.Snapshot {
+		snap = t.rows.Load()
+	}
+	t.stats.rangeReads.Add(1)
+	order := t.order
+	pi := 0
+	var last []any // the key of the last row read in piece pi
+	page := 0
+	rd := newReader(ctx, schema, func(rd *reader) (int, error) {
+		limit, err := db.reserveRows(batch)
+		if err != nil {
+			return 0, err
+		}
+		rs := snap
+		if rs == nil {
+			rs = t.rows.Load()
+		}
+		n, examined := 0, 0
+		for pi < len(pieces) && n < limit {
+			p := &pieces[pi]
+			start, end := p.bounds(order, rs)
+			if last != nil {
+				after := rs.search(func(r *row) bool { return order.compare(r.key, last) > 0 })
+				if start.less(after) {
+					start = after
+				}
+			}
+			q := start
+			for ; q.less(end) && n < limit; q = rs.next(q) {
+				row := rs.at(q)
+				examined++
+				last = row.key
+				if !p.keep(order, row.key) {
+					continue
+				}
+				if err := enc.appendRow(rd.rb, row.vals); err != nil {
+					return n, fmt.Errorf("fake: ReadRange %s: %w", in.name, err)
+				}
+				n++
+			}
+			if !q.less(end) {
+				pi++
+				last = nil
+			}
+		}
+		db.unreserveRows(limit - n)
+		t.stats.rowsExamined.Add(int64(examined))
+		t.stats.rowsReturned.Add(int64(n))
+		return n, nil
+	})
+	rd.after = func(rows int) error {
+		page++
+		t.stats.pages.Add(1)
+		if h := db.hook(); h != nil {
+			if err := h(ctx, Page{Schema: t.schema, Table: t.name, CaptureInstance: in.name, Range: r.Index, Number: page, Rows: rows}); err != nil {
+				return fmt.Errorf("fake: ReadRange %s: page hook after page %d: %w", in.name, page, err)
+			}
+		}
+		return nil
+	}
+	return rd, nil
+}
+
+// SeekKey implements source.Source and keyrange.Seeker's contract: the
+// (k+1)-th key at or after from (from nil: of the table), found as SQL
+// Server's TOP (k + 1) over the UNION ALL of the pieces of [from, +inf)
+// merged in key order. The merge reads the first row of every non-empty
+// piece and then rows in key order until it has k + 1; every row read counts
+// in Stats.KeysExamined. iso makes no difference to one statement here.
+func (db *DB) SeekKey(ctx context.Context, ci *source.CaptureInstance, iso source.Isolation, from keyrange.Tuple, k int64) (keyrange.Tuple, bool, error) {
+	if err := db.enter(ctx, OpSeekKey); err != nil {
+		return nil, false, err
+	}
+	if k < 0 {
+		return nil, false, fmt.Errorf("fake: SeekKey: k = %d, want >= 0", k)
+	}
+	in, err := db.lookup(ci)
+	if err != nil {
+		return nil, false, err
+	}
+	t := in.t
+	pieces, err := t.compilePieces(keyrange.Range{Lower: from})
+	if err != nil {
+		return nil, false, fmt.Errorf("fake: SeekKey %s: %w", in.name, err)
+	}
+	rs := t.rows.Load()
+	want := k + 1
+	var got, examined int64
+	var found *row
+	for i := range pieces {
+		p := &pieces[i]
+		start, end := p.bounds(t.order, rs)
+		if found != nil {
+			if start.less(end) {
+				examined++ // the merge read this piece's first row
+			}
+			continue
+		}
+		for q := start; q.less(end); q = rs.next(q) {
+			row := rs.at(q)
+			examined++
+			if !p.keep(t.order, row.key) {
+				continue
+			}
+			if got++; got == want {
+				found = row
+				break
+			}
+		}
+	}
+	t.stats.seeks.Add(1)
+	t.stats.keysExamined.Add(examined)
+	if found == nil {
+		return nil, false, nil
+	}
+	return t.keyOf(found.vals), true, nil
+}
+
+// IntKeyBounds implements source.Source: MIN and MAX of the table's single
+// integer key column, NULLs ignored. It is not counted in Stats.
+func (db *DB) IntKeyBounds(ctx context.Context, ci *source.CaptureInstance) (int64, int64, bool, error) {
+	if err := db.enter(ctx, OpIntKeyBounds); err != nil {
+		return 0, 0, false, err
+	}
+	in, err := db.lookup(ci)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	t := in.t
+	if len(t.keyCols) != 1 || t.keyCols[0].Kind != keyrange.KindInt {
+		return 0, 0, false, fmt.Errorf("fake: IntKeyBounds %s: the key %s is not one integer column", in.name, t.describeOrder())
+	}
+	rs := t.rows.Load()
+	p := rs.search(func(r *row) bool { return r.key[0] != nil })
+	if p == rs.end() {
+		return 0, 0, false, nil
+	}
+	lastChunk := rs.chunks[len(rs.chunks)-1].rows
+	return rs.at(p).key[0].(int64), lastChunk[len(lastChunk)-1].key[0].(int64), true, nil
+}
+
+// RowCount implements source.Source like sp_spaceused: the table's row
+// count plus the skew SetRowCountSkew set, never below zero.
+func (db *DB) RowCount(ctx context.Context, ci *source.CaptureInstance) (int64, error) {
+	if err := db.enter(ctx, OpRowCount); err != nil {
+		return 0, err
+	}
+	in, err := db.lookup(ci)
+	if err != nil {
+		return 0, err
+	}
+	db.mu.RLock()
+	skew := in.t.skew
+	db.mu.RUnlock()
+	return max(0, int64(in.t.rows.Load().n)+skew), nil
+}

@@ -1,0 +1,41 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/cdcsnap/cdcsnap/lsn"
+	"github.com/cdcsnap/cdcsnap/sink"
+	"github.com/cdcsnap/cdcsnap/source"
+)
+
+// Changes reads the changes of captureInstance with from <= __$start_lsn
+// <= to as bronze records: _capture_instance as given here, _batch_id =
+// batchID, _snapshot and _chunk NULL. Asking from below the instance's
+// minimum LSN is an error wrapping source.ErrDataLoss (*source.DataLossError).
+func Changes(ctx context.Context, src source.Source, captureInstance string, from, to lsn.LSN, batchID int64) (array.RecordReader, error) {
+	ci, err := src.CaptureInstance(ctx, captureInstance)
+	if err != nil {
+		return nil, fmt.Errorf("changes of %q: %w", captureInstance, err)
+	}
+	captured, err := source.ArrowSchema(ci.Columns)
+	if err != nil {
+		return nil, fmt.Errorf("changes of %q: %w", captureInstance, err)
+	}
+	bronze, err := sink.BronzeSchema(captured)
+	if err != nil {
+		return nil, fmt.Errorf("changes of %q: %w", captureInstance, err)
+	}
+	rr, err := src.ReadChanges(ctx, ci, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("changes of %q from %s to %s: %w", captureInstance, from, to, err)
+	}
+	defer rr.Release()
+	s, err := newStamper(rr, bronze, stamp{captureInstance: captureInstance, batchID: &batchID, changes: true}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("changes of %q: %w", captureInstance, err)
+	}
+	return s, nil
+}

@@ -1,0 +1,90 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cdcsnap/cdcsnap/source"
+)
+
+// Options configure a whole snapshot. The zero value of every field but
+// CaptureInstance is a sensible default.
+type Options struct {
+	// CaptureInstance names the CDC capture instance to snapshot. It is
+	// matched exactly first, else ignoring case (see source.Resolve), and
+	// written to _capture_instance as given here.
+	CaptureInstance string
+
+	// Partitions is how many key ranges to cut the table into; zero means 4.
+	// One integer key column gives uniform ranges over MIN..MAX, any other
+	// key NTILE-equal ranges found by keyset seeks; a key that cannot be
+	// bound safely is read as one range (the reason is logged).
+	Partitions int
+
+	// Parallelism caps how many partitions are read at once; zero means
+	// Partitions.
+	Parallelism int
+
+	// Isolation is the read's isolation level; zero is READ COMMITTED.
+	Isolation source.Isolation
+
+	// BatchRows caps the rows per record batch; zero means the source's
+	// default.
+	BatchRows int
+
+	// Resnapshot takes a new snapshot even when the sink already holds one
+	// of the capture instance (recovery after source.ErrDataLoss).
+	Resnapshot bool
+
+	// Logger receives progress and decisions (the partition strategy and
+	// why). Nil is silent.
+	Logger *slog.Logger
+
+	// Progress, when set, is called after every record batch written, one
+	// call at a time. It must return quickly.
+	Progress func(Progress)
+}
+
+// Progress reports how far a snapshot has come.
+type Progress struct {
+	// Rows is the number of rows written so far, all partitions together.
+	Rows int64
+	// EstimatedRows is the table's row count from metadata at planning, or
+	// -1 when unknown. Rows can pass it: the count is stale by nature.
+	EstimatedRows int64
+	// PartitionsDone counts partitions whose rows are all written.
+	PartitionsDone int
+	// Partitions is the number of partitions planned.
+	Partitions int
+	// Elapsed is the time since the read started.
+	Elapsed time.Duration
+}
+
+// ErrInvalidOptions is wrapped by errors for options that cannot work.
+var ErrInvalidOptions = errors.New("invalid snapshot options")
+
+const defaultPartitions = 4
+
+func (o Options) withDefaults() (Options, error) {
+	if o.CaptureInstance == "" {
+		return o, fmt.Errorf("%w: CaptureInstance is empty", ErrInvalidOptions)
+	}
+	if o.Partitions < 0 || o.Parallelism < 0 || o.BatchRows < 0 {
+		return o, fmt.Errorf("%w: Partitions (%d), Parallelism (%d) and BatchRows (%d) must not be negative", ErrInvalidOptions, o.Partitions, o.Parallelism, o.BatchRows)
+	}
+	if o.Isolation != source.ReadCommitted && o.Isolation != source.Snapshot {
+		return o, fmt.Errorf("%w: unknown isolation level %d", ErrInvalidOptions, o.Isolation)
+	}
+	if o.Partitions == 0 {
+		o.Partitions = defaultPartitions
+	}
+	if o.Parallelism == 0 || o.Parallelism > o.Partitions {
+		o.Parallelism = o.Partitions
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o, nil
+}

@@ -1,0 +1,416 @@
+// Package snapshot takes the snapshot that bootstraps a CDC stream: it
+// records an LSN before reading, reads the table in parallel key ranges
+// without locks, writes the rows to a sink in one atomic commit, and returns
+// that LSN so the stream starts right after it. The target converges to the
+// source once the latest image per key is applied (see LatestImage).
+//
+// Take does it in one process. Its three steps are exported for fan-out
+// across processes: NewPlan (JSON), Execute of one partition on any worker
+// (its sink.Part is JSON), and Commit of all parts at once.
+package snapshot
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/lsn"
+	"github.com/cdcsnap/cdcsnap/sink"
+	"github.com/cdcsnap/cdcsnap/source"
+)
+
+// Result is the outcome of a snapshot.
+type Result struct {
+	// LSN is the snapshot's LSN: every commit up to it is in the rows, and
+	// the stream starts after it (StreamFrom).
+	LSN lsn.LSN
+	// CommitTS is the commit time of LSN at the source.
+	CommitTS time.Time
+	// Existing is true when the sink already held the snapshot (a rerun, or
+	// another process that committed first) and nothing new was committed.
+	Existing bool
+	// Rows is the number of rows committed by this call (zero when Existing).
+	Rows int64
+	// Partitions is the number of ranges read (zero when Existing).
+	Partitions int
+	// Version is the sink's commit version of the snapshot.
+	Version int64
+}
+
+// StreamFrom returns the first LSN the stream must read: the one after LSN.
+func (r Result) StreamFrom() (lsn.LSN, error) { return r.LSN.Next() }
+
+// Plan is everything the workers of one snapshot share. It is JSON so it
+// can be shipped to other processes; Execute and Commit need nothing else.
+type Plan struct {
+	// ID identifies the plan; parts written for another plan are refused.
+	ID string `json:"id"`
+	// CaptureInstance is the name as the options gave it.
+	CaptureInstance string `json:"capture_instance"`
+	// Instance is the resolved capture instance (its stored name, columns
+	// and key).
+	Instance source.CaptureInstance `json:"instance"`
+	// LSN is L0, recorded before any row was read.
+	LSN lsn.LSN `json:"lsn"`
+	// CommitTS is the commit time of LSN.
+	CommitTS time.Time `json:"commit_ts"`
+	// Strategy says how the key was cut ("uniform", "keyset", "single").
+	Strategy string `json:"strategy"`
+	// Reason says why the key is read as one range, when it is.
+	Reason string `json:"reason,omitempty"`
+	// Ranges are the partitions, by index.
+	Ranges []keyrange.Range `json:"ranges"`
+	// EstimatedRows is the table's row count from metadata, -1 if unknown.
+	EstimatedRows int64 `json:"estimated_rows"`
+	// Replaces is the LSN of the snapshot a resnapshot replaces (zero when
+	// the sink held none when the plan was made); see sink.Info.Replaces.
+	Replaces lsn.LSN `json:"replaces"`
+	// Isolation and BatchRows are the read options.
+	Isolation source.Isolation `json:"isolation"`
+	BatchRows int              `json:"batch_rows,omitempty"`
+}
+
+// Take takes a whole snapshot of opts.CaptureInstance from src into dst,
+// following the seed rules: if dst already holds a whole snapshot of the
+// instance (and not opts.Resnapshot), it returns that snapshot's LSN and
+// reads nothing; otherwise it records L0, plans, reads the partitions in
+// parallel, and commits once. A failure before the commit commits nothing;
+// a rerun starts over.
+func Take(ctx context.Context, src source.Source, dst sink.Sink, opts Options) (Result, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return Result{}, err
+	}
+	var replaces lsn.LSN
+	snap, err := dst.FindSnapshot(ctx, opts.CaptureInstance)
+	switch {
+	case err == nil && !opts.Resnapshot:
+		opts.Logger.InfoContext(ctx, "snapshot exists; reading nothing", "capture_instance", opts.CaptureInstance, "lsn", snap.LSN, "version", snap.Version)
+		return existing(snap), nil
+	case err == nil:
+		replaces = snap.LSN
+	case !errors.Is(err, sink.ErrNotFound):
+		return Result{}, fmt.Errorf("snapshot %q: looking for an earlier snapshot: %w", opts.CaptureInstance, err)
+	}
+	plan, err := NewPlan(ctx, src, opts)
+	if err != nil {
+		return Result{}, err
+	}
+	plan.Replaces = replaces
+	parts, err := executeAll(ctx, src, dst, plan, opts)
+	if err != nil {
+		return Result{}, err
+	}
+	return Commit(ctx, dst, plan, parts, opts.Logger)
+}
+
+func existing(s sink.Snapshot) Result {
+	return Result{LSN: s.LSN, CommitTS: s.CommitTS, Existing: true, Version: s.Version}
+}
+
+// Bootstrap takes (or finds) the whole snapshot, as Take does, and returns
+// the first LSN the caller's stream must read.
+func Bootstrap(ctx context.Context, src source.Source, dst sink.Sink, opts Options) (from lsn.LSN, res Result, err error) {
+	res, err = Take(ctx, src, dst, opts)
+	if err != nil {
+		return lsn.LSN{}, res, err
+	}
+	from, err = res.StreamFrom()
+	return from, res, err
+}
+
+// NewPlan resolves the capture instance, records L0 and its commit time,
+// and plans the partitions. It reads no row of the table. It does not look
+// for an existing snapshot: Take does, and so should a fan-out coordinator
+// (setting Plan.Replaces when it resnapshots).
+func NewPlan(ctx context.Context, src source.Source, opts Options) (*Plan, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	ci, err := src.CaptureInstance(ctx, opts.CaptureInstance)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %q: %w", opts.CaptureInstance, err)
+	}
+	captured, err := source.ArrowSchema(ci.Columns)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %q: %w", opts.CaptureInstance, err)
+	}
+	if _, err := sink.BronzeSchema(captured); err != nil {
+		return nil, fmt.Errorf("snapshot %q: %w", opts.CaptureInstance, err)
+	}
+	l0, err := startLSN(ctx, src, ci)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %q: %w", opts.CaptureInstance, err)
+	}
+	commitTS, err := src.LSNTime(ctx, l0)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %q: commit time of %s: %w", opts.CaptureInstance, l0, err)
+	}
+	id := make([]byte, 16)
+	if _, err := rand.Read(id); err != nil {
+		return nil, fmt.Errorf("snapshot %q: plan id: %w", opts.CaptureInstance, err)
+	}
+	plan := &Plan{
+		ID:              hex.EncodeToString(id),
+		CaptureInstance: opts.CaptureInstance,
+		Instance:        *ci,
+		LSN:             l0,
+		CommitTS:        commitTS.UTC(),
+		Isolation:       opts.Isolation,
+		BatchRows:       opts.BatchRows,
+		EstimatedRows:   -1,
+	}
+	if n, err := src.RowCount(ctx, ci); err == nil {
+		plan.EstimatedRows = n
+	} else {
+		opts.Logger.WarnContext(ctx, "row count unavailable", "capture_instance", ci.Name, "err", err)
+	}
+	if err := planRanges(ctx, src, ci, plan, opts); err != nil {
+		return nil, fmt.Errorf("snapshot %q: planning partitions: %w", opts.CaptureInstance, err)
+	}
+	opts.Logger.InfoContext(ctx, "snapshot planned", "capture_instance", ci.Name, "lsn", l0, "commit_ts", plan.CommitTS,
+		"strategy", plan.Strategy, "partitions", len(plan.Ranges), "estimated_rows", plan.EstimatedRows)
+	return plan, nil
+}
+
+// startLSN is rule 3: max LSN, or start_lsn - 1 when capture has not reached
+// a new instance yet (min LSN is NULL meanwhile).
+func startLSN(ctx context.Context, src source.Source, ci *source.CaptureInstance) (lsn.LSN, error) {
+	maxLSN, err := src.MaxLSN(ctx)
+	if err != nil {
+		return lsn.LSN{}, fmt.Errorf("max LSN: %w", err)
+	}
+	if ci.StartLSN.Compare(maxLSN) > 0 {
+		return ci.StartLSN.Prev()
+	}
+	return maxLSN, nil
+}
+
+func planRanges(ctx context.Context, src source.Source, ci *source.CaptureInstance, plan *Plan, opts Options) error {
+	key, err := ci.KeyColumns()
+	if err != nil {
+		return err
+	}
+	strategy, reason := keyrange.Choose(key, opts.Partitions)
+	plan.Strategy, plan.Reason = strategy.String(), reason
+	switch strategy {
+	case keyrange.Uniform:
+		lo, hi, ok, err := src.IntKeyBounds(ctx, ci)
+		if err != nil {
+			return fmt.Errorf("key bounds: %w", err)
+		}
+		if !ok {
+			plan.Ranges = keyrange.Whole()
+			return nil
+		}
+		plan.Ranges = keyrange.UniformRanges(lo, hi, opts.Partitions)
+	case keyrange.Keyset:
+		if plan.EstimatedRows < 0 {
+			plan.Ranges = keyrange.Whole()
+			plan.Reason = "no row count to plan keyset ranges from"
+			break
+		}
+		plan.Ranges, err = keyrange.NTile(ctx, seeker{src, ci, opts.Isolation}, plan.EstimatedRows, opts.Partitions)
+		if err != nil {
+			return err
+		}
+	default:
+		plan.Ranges = keyrange.Whole()
+	}
+	if plan.Reason != "" && opts.Partitions > 1 {
+		opts.Logger.InfoContext(ctx, "reading the table as one partition", "capture_instance", ci.Name, "reason", plan.Reason)
+	}
+	return nil
+}
+
+// seeker adapts a Source to keyrange.Seeker for one capture instance.
+type seeker struct {
+	src source.Source
+	ci  *source.CaptureInstance
+	iso source.Isolation
+}
+
+func (s seeker) SeekKey(ctx context.Context, from keyrange.Tuple, k int64) (keyrange.Tuple, bool, error) {
+	return s.src.SeekKey(ctx, s.ci, s.iso, from, k)
+}
+
+// Info returns what a sink needs to know of the snapshot being written.
+func (p *Plan) Info() (sink.Info, error) {
+	captured, err := source.ArrowSchema(p.Instance.Columns)
+	if err != nil {
+		return sink.Info{}, err
+	}
+	schema, err := sink.BronzeSchema(captured)
+	if err != nil {
+		return sink.Info{}, err
+	}
+	return sink.Info{CaptureInstance: p.CaptureInstance, LSN: p.LSN, CommitTS: p.CommitTS, Schema: schema, PlanID: p.ID, Replaces: p.Replaces}, nil
+}
+
+// Execute reads partition i of the plan from src and writes its rows to
+// dst, invisible until Commit. It can run on any process that has the plan.
+// progress, when non-nil, is called with the rows written so far in this
+// partition after each batch.
+func Execute(ctx context.Context, src source.Source, dst sink.Sink, plan *Plan, i int, progress func(rows int64)) (sink.Part, error) {
+	if i < 0 || i >= len(plan.Ranges) {
+		return sink.Part{}, fmt.Errorf("snapshot %q: partition %d does not exist (the plan has %d)", plan.CaptureInstance, i, len(plan.Ranges))
+	}
+	info, err := plan.Info()
+	if err != nil {
+		return sink.Part{}, fmt.Errorf("snapshot %q: %w", plan.CaptureInstance, err)
+	}
+	rr, err := src.ReadRange(ctx, &plan.Instance, plan.Ranges[i], source.ReadOptions{Isolation: plan.Isolation, BatchRows: plan.BatchRows})
+	if err != nil {
+		return sink.Part{}, fmt.Errorf("snapshot %q: reading partition %d (%s): %w", plan.CaptureInstance, i, plan.Ranges[i], err)
+	}
+	stamped, err := newStamper(rr, info.Schema, stamp{
+		captureInstance: plan.CaptureInstance,
+		lsn:             plan.LSN.String(),
+		commitTS:        plan.CommitTS,
+	}, progress)
+	rr.Release()
+	if err != nil {
+		return sink.Part{}, fmt.Errorf("snapshot %q: partition %d: %w", plan.CaptureInstance, i, err)
+	}
+	defer stamped.Release()
+	part, err := dst.WritePartition(ctx, info, i, stamped)
+	if err == nil {
+		err = stamped.Err()
+	}
+	if err != nil {
+		return sink.Part{}, fmt.Errorf("snapshot %q: partition %d (%s): %w", plan.CaptureInstance, i, plan.Ranges[i], err)
+	}
+	return part, nil
+}
+
+// Commit commits every partition's part in one sink commit. Parts must come
+// from this plan, one per partition. If a snapshot of the same capture
+// instance landed meanwhile, Commit returns that one (Existing) and the
+// parts stay invisible. logger may be nil.
+func Commit(ctx context.Context, dst sink.Sink, plan *Plan, parts []sink.Part, logger *slog.Logger) (Result, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if err := checkParts(plan, parts); err != nil {
+		return Result{}, err
+	}
+	info, err := plan.Info()
+	if err != nil {
+		return Result{}, fmt.Errorf("snapshot %q: %w", plan.CaptureInstance, err)
+	}
+	snap, err := dst.CommitSnapshot(ctx, info, parts)
+	if errors.Is(err, sink.ErrSnapshotExists) {
+		logger.InfoContext(ctx, "another snapshot landed first; returning it", "capture_instance", plan.CaptureInstance, "lsn", snap.LSN)
+		return existing(snap), nil
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("snapshot %q: commit: %w", plan.CaptureInstance, err)
+	}
+	var rows int64
+	for _, p := range parts {
+		rows += p.Rows
+	}
+	logger.InfoContext(ctx, "snapshot committed", "capture_instance", plan.CaptureInstance, "lsn", plan.LSN, "rows", rows, "version", snap.Version)
+	return Result{LSN: plan.LSN, CommitTS: plan.CommitTS, Rows: rows, Partitions: len(plan.Ranges), Version: snap.Version}, nil
+}
+
+// checkParts refuses parts of another plan, duplicates and missing ones.
+func checkParts(plan *Plan, parts []sink.Part) error {
+	seen := make([]bool, len(plan.Ranges))
+	for _, p := range parts {
+		switch {
+		case p.PlanID != plan.ID:
+			return fmt.Errorf("snapshot %q: part of partition %d belongs to plan %q, not %q", plan.CaptureInstance, p.Partition, p.PlanID, plan.ID)
+		case p.Partition < 0 || p.Partition >= len(seen):
+			return fmt.Errorf("snapshot %q: part of partition %d: the plan has %d partitions", plan.CaptureInstance, p.Partition, len(seen))
+		case seen[p.Partition]:
+			return fmt.Errorf("snapshot %q: two parts for partition %d", plan.CaptureInstance, p.Partition)
+		}
+		seen[p.Partition] = true
+	}
+	for i, ok := range seen {
+		if !ok {
+			return fmt.Errorf("snapshot %q: no part for partition %d", plan.CaptureInstance, i)
+		}
+	}
+	return nil
+}
+
+// executeAll runs Execute for every partition, at most opts.Parallelism at
+// once. The first error cancels the rest; every goroutine has returned when
+// it does.
+func executeAll(ctx context.Context, src source.Source, dst sink.Sink, plan *Plan, opts Options) ([]sink.Part, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	n := len(plan.Ranges)
+	parts := make([]sink.Part, n)
+	errs := make([]error, n)
+	var (
+		mu      sync.Mutex
+		done    int
+		perPart = make([]int64, n)
+		total   int64
+		start   = time.Now()
+	)
+	report := func(i int, rows int64, finished bool) {
+		if opts.Progress == nil && !finished {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		total += rows - perPart[i]
+		perPart[i] = rows
+		if finished {
+			done++
+		}
+		if opts.Progress != nil {
+			opts.Progress(Progress{Rows: total, EstimatedRows: plan.EstimatedRows, PartitionsDone: done, Partitions: n, Elapsed: time.Since(start)})
+		}
+	}
+	sem := make(chan struct{}, opts.Parallelism)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				errs[i] = ctx.Err()
+				return
+			}
+			defer func() { <-sem }()
+			part, err := Execute(ctx, src, dst, plan, i, func(rows int64) { report(i, rows, false) })
+			if err != nil {
+				errs[i] = err
+				cancel()
+				return
+			}
+			parts[i] = part
+			report(i, part.Rows, true)
+			opts.Logger.DebugContext(ctx, "partition written", "partition", i, "rows", part.Rows)
+		}()
+	}
+	wg.Wait()
+	// Report the first real failure, not the cancellations it caused.
+	var first error
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return nil, err
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		return nil, first
+	}
+	return parts, nil
+}

@@ -1,0 +1,624 @@
+package snapshot_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"go.uber.org/goleak"
+
+	"github.com/cdcsnap/cdcsnap/fake"
+	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/lsn"
+	"github.com/cdcsnap/cdcsnap/sink"
+	"github.com/cdcsnap/cdcsnap/snapshot"
+	"github.com/cdcsnap/cdcsnap/source"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var (
+	seedFlag  = flag.Uint64("seed", 0, "seed of the randomized tests (0: from the clock)")
+	casesFlag = flag.Int("cases", 300, "cases of the randomized tests")
+)
+
+func seed(t *testing.T) uint64 {
+	s := *seedFlag
+	if v := os.Getenv("CDCSNAP_SEED"); s == 0 && v != "" {
+		fmt.Sscan(v, &s)
+	}
+	if s == 0 {
+		s = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -seed=%d or CDCSNAP_SEED=%d)", s, s, s)
+	return s
+}
+
+// shape is a random table layout: its columns, key and a row generator.
+type shape struct {
+	name    string
+	columns []fake.ColumnDef
+	key     []string
+	row     func(r *rand.Rand) fake.Row // a random row; its key may repeat
+}
+
+func shapes() []shape {
+	word := func(r *rand.Rand, alphabet string, maxLen int) string {
+		n := 1 + r.IntN(maxLen)
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		s := string(b)
+		if r.IntN(4) == 0 {
+			s += strings.Repeat(" ", 1+r.IntN(2)) // trailing spaces: equal under padding
+		}
+		return s
+	}
+	dec := func(r *rand.Rand) any {
+		if r.IntN(5) == 0 {
+			return nil
+		}
+		return keyrange.Decimal(fmt.Sprintf("%d.%04d", r.IntN(20000)-10000, r.IntN(10000)))
+	}
+	return []shape{
+		{
+			name: "bigint",
+			columns: []fake.ColumnDef{
+				{Name: "id", Type: "bigint"}, {Name: "name", Type: "nvarchar(40)", Nullable: true},
+				{Name: "amount", Type: "decimal(18,4)", Nullable: true}, {Name: "at", Type: "datetime2(7)", Nullable: true},
+			},
+			key: []string{"id"},
+			row: func(r *rand.Rand) fake.Row {
+				var at any
+				if r.IntN(3) > 0 {
+					at = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.Int64N(1e15)) * 100)
+				}
+				// Sparse and skewed keys, negative ones too.
+				id := r.Int64N(1000) - 100
+				if r.IntN(10) == 0 {
+					id = r.Int64N(1 << 40)
+				}
+				return fake.Row{id, word(r, "abcXYZ", 8), dec(r), at}
+			},
+		},
+		{
+			name: "company-id",
+			columns: []fake.ColumnDef{
+				{Name: "company", Type: "varchar(10)", Collation: "Latin1_General_CI_AS"}, {Name: "id", Type: "int"},
+				{Name: "val", Type: "nvarchar(20)", Nullable: true},
+			},
+			key: []string{"company", "id"},
+			row: func(r *rand.Rand) fake.Row {
+				companies := []string{"acme", "ACME", "Beta", "gamma", "Gamma ", "delta"}
+				return fake.Row{companies[r.IntN(1+r.IntN(len(companies)))], int64(r.IntN(200)), word(r, "xyz", 5)}
+			},
+		},
+		{
+			name: "ci-string",
+			columns: []fake.ColumnDef{
+				{Name: "code", Type: "varchar(12)", Collation: "SQL_Latin1_General_CP1_CI_AS"}, {Name: "n", Type: "int", Nullable: true},
+			},
+			key: []string{"code"},
+			row: func(r *rand.Rand) fake.Row { return fake.Row{word(r, "nNaAbB", 4), int64(r.IntN(10))} },
+		},
+		{
+			name: "binary-collation-3col",
+			columns: []fake.ColumnDef{
+				{Name: "k", Type: "nvarchar(8)", Collation: "Latin1_General_BIN2"}, {Name: "d", Type: "date"},
+				{Name: "s", Type: "smallint"}, {Name: "flag", Type: "bit", Nullable: true},
+			},
+			key: []string{"k", "d", "s"},
+			row: func(r *rand.Rand) fake.Row {
+				d := time.Date(2026, 1, 1+r.IntN(3), 0, 0, 0, 0, time.UTC)
+				return fake.Row{word(r, "aAb", 2), d, int64(r.IntN(4)), r.IntN(2) == 0}
+			},
+		},
+	}
+}
+
+// world is one random case: a fake database with one captured table.
+type world struct {
+	db    *fake.DB
+	shape shape
+	keys  map[string]bool // collation keys of live rows
+	ci    string
+}
+
+func keyOf(t testing.TB, db *fake.DB, sh shape, row fake.Row) []any {
+	info, err := db.Table("dbo", sh.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := make([]any, len(info.KeyIndexes))
+	for i, j := range info.KeyIndexes {
+		k[i] = row[j]
+	}
+	return k
+}
+
+func collationKey(t testing.TB, db *fake.DB, sh shape, key []any) string {
+	info, err := db.Table("dbo", sh.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for i, c := range info.KeyColumns {
+		s, err := keyrange.CollationKey(c, key[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(s + "\x00")
+	}
+	return b.String()
+}
+
+func newWorld(t testing.TB, r *rand.Rand, sh shape, rows int) *world {
+	db := fake.New(fake.Options{})
+	if err := db.CreateTable(fake.TableDef{Schema: "dbo", Name: sh.name, Columns: sh.columns, Key: sh.key}); err != nil {
+		t.Fatal(err)
+	}
+	w := &world{db: db, shape: sh, keys: map[string]bool{}, ci: "dbo_" + sh.name}
+	if _, err := db.EnableCDC("dbo", sh.name, w.ci); err != nil {
+		t.Fatal(err)
+	}
+	var batch []fake.Row
+	for len(batch) < rows {
+		row := sh.row(r)
+		k := collationKey(t, db, sh, keyOf(t, db, sh, row))
+		if w.keys[k] {
+			if len(w.keys) > 50 && r.IntN(50) == 0 {
+				break // the key space is small: stop trying
+			}
+			continue
+		}
+		w.keys[k] = true
+		batch = append(batch, row)
+	}
+	if len(batch) > 0 {
+		if _, err := db.Load("dbo", sh.name, batch...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w
+}
+
+// change commits one random insert, update or delete.
+func (w *world) change(t testing.TB, r *rand.Rand) {
+	rows, err := w.db.Rows("dbo", w.shape.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := w.db.Begin()
+	switch op := r.IntN(3); {
+	case op == 0 || len(rows) == 0:
+		row := w.shape.row(r)
+		k := collationKey(t, w.db, w.shape, keyOf(t, w.db, w.shape, row))
+		if w.keys[k] {
+			tx.Rollback()
+			return
+		}
+		w.keys[k] = true
+		err = tx.Insert("dbo", w.shape.name, row)
+	case op == 1:
+		old := rows[r.IntN(len(rows))]
+		row := w.shape.row(r)
+		// Keep the key (a non-key update), spelled as stored.
+		info, _ := w.db.Table("dbo", w.shape.name)
+		for _, j := range info.KeyIndexes {
+			row[j] = old[j]
+		}
+		err = tx.Update("dbo", w.shape.name, keyOf(t, w.db, w.shape, old), row)
+	default:
+		old := rows[r.IntN(len(rows))]
+		key := keyOf(t, w.db, w.shape, old)
+		delete(w.keys, collationKey(t, w.db, w.shape, key))
+		err = tx.Delete("dbo", w.shape.name, key)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stream appends the changes after res.LSN up to the current max LSN, as a
+// stream started from Bootstrap's LSN would, in one batch.
+func stream(t testing.TB, ctx context.Context, w *world, dst *fake.MemSink, from lsn.LSN, batch int64) {
+	to, err := w.db.MaxLSN(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr, err := snapshot.Changes(ctx, w.db, w.ci, from, to, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rr.Release()
+	if _, err := dst.AppendChanges(ctx, w.ci, batch, rr); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sinkImage(t testing.TB, ctx context.Context, w *world, dst *fake.MemSink) *snapshot.Image {
+	ci, err := w.db.CaptureInstance(ctx, w.ci)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := ci.KeyColumns()
+	im := snapshot.NewImage(ci.Columns, key)
+	for _, rec := range dst.Records() {
+		if err := im.AddBronze(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+	}
+	return im
+}
+
+// TestTakeEveryRowOnce: on a quiet table, the snapshot holds every row
+// exactly once, each range reads exactly its rows, and keyset planning
+// examines at most one key per row plus one per seek.
+func TestTakeEveryRowOnce(t *testing.T) {
+	r := rand.New(rand.NewPCG(seed(t), 1))
+	ctx := context.Background()
+	for c := range *casesFlag {
+		sh := shapes()[r.IntN(len(shapes()))]
+		rows := r.IntN(120)
+		if r.IntN(10) == 0 {
+			rows = r.IntN(3)
+		}
+		w := newWorld(t, r, sh, rows)
+		if r.IntN(3) == 0 {
+			if err := w.db.SetRowCountSkew("dbo", sh.name, int64(r.IntN(41)-20)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		parts := 1 + r.IntN(12)
+		dst := fake.NewMemSink()
+		w.db.ResetStats()
+		res, err := snapshot.Take(ctx, w.db, dst, snapshot.Options{CaptureInstance: w.ci, Partitions: parts, Parallelism: 1 + r.IntN(4), BatchRows: 1 + r.IntN(20)})
+		if err != nil {
+			t.Fatalf("case %d (%s, %d rows, %d partitions): %v", c, sh.name, len(w.keys), parts, err)
+		}
+		src, err := w.db.Rows("dbo", sh.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Rows != int64(len(src)) {
+			t.Fatalf("case %d (%s, %d partitions): snapshot has %d rows, source %d", c, sh.name, parts, res.Rows, len(src))
+		}
+		want, err := snapshot.SourceImage(ctx, w.db, mustCI(t, w))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := sinkImage(t, ctx, w, dst)
+		if d := want.Diff(got, 5); len(d) > 0 || got.Len() != len(src) {
+			t.Fatalf("case %d (%s, %d partitions): snapshot differs from the source:\n%s", c, sh.name, parts, strings.Join(d, "\n"))
+		}
+		st, _ := w.db.Stats("dbo", sh.name)
+		// SourceImage read the table once more, whole: rows examined by
+		// the snapshot are the rest.
+		if examined := st.RowsExamined - int64(len(src)); examined != int64(len(src)) {
+			t.Fatalf("case %d (%s, %d partitions): the ranges examined %d rows for %d", c, sh.name, parts, examined, len(src))
+		}
+		if st.KeysExamined > int64(len(src))+st.Seeks {
+			t.Fatalf("case %d (%s): keyset planning examined %d keys for %d rows and %d seeks", c, sh.name, st.KeysExamined, len(src), st.Seeks)
+		}
+		dst.Close()
+	}
+}
+
+func mustCI(t testing.TB, w *world) *source.CaptureInstance {
+	ci, err := w.db.CaptureInstance(context.Background(), w.ci)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ci
+}
+
+// TestBootstrapConverges: with random changes committed while the
+// partitions read (between their pages) and after, the snapshot plus the
+// stream's changes from Bootstrap's LSN, merged by latest image, equal the
+// source table.
+func TestBootstrapConverges(t *testing.T) {
+	r := rand.New(rand.NewPCG(seed(t), 2))
+	ctx := context.Background()
+	for c := range *casesFlag {
+		sh := shapes()[r.IntN(len(shapes()))]
+		w := newWorld(t, r, sh, r.IntN(150))
+		hr := rand.New(rand.NewPCG(r.Uint64(), 3))
+		rate := r.IntN(4)
+		var mu sync.Mutex // partitions read in parallel: one change at a time
+		w.db.SetPageHook(func(ctx context.Context, p fake.Page) error {
+			mu.Lock()
+			defer mu.Unlock()
+			for range hr.IntN(rate + 1) {
+				w.change(t, hr)
+			}
+			return nil
+		})
+		dst := fake.NewMemSink()
+		iso := source.ReadCommitted
+		if r.IntN(4) == 0 {
+			iso = source.Snapshot
+		}
+		from, res, err := snapshot.Bootstrap(ctx, w.db, dst, snapshot.Options{
+			CaptureInstance: w.ci, Partitions: 1 + r.IntN(10), Parallelism: 1 + r.IntN(3), BatchRows: 1 + r.IntN(15), Isolation: iso,
+		})
+		w.db.SetPageHook(nil)
+		if err != nil {
+			t.Fatalf("case %d (%s): %v", c, sh.name, err)
+		}
+		if next, _ := res.LSN.Next(); next != from {
+			t.Fatalf("case %d: stream starts at %s, want the LSN after %s", c, from, res.LSN)
+		}
+		for range r.IntN(10) {
+			w.change(t, r)
+		}
+		stream(t, ctx, w, dst, from, 1)
+		want, err := snapshot.SourceImage(ctx, w.db, mustCI(t, w))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := want.Diff(sinkImage(t, ctx, w, dst), 5); len(d) > 0 {
+			t.Fatalf("case %d (%s, %s): latest image differs from the source:\n%s", c, sh.name, iso, strings.Join(d, "\n"))
+		}
+		dst.Close()
+	}
+}
+
+func ordersDB(t *testing.T, opts fake.Options, rows int) *fake.DB {
+	t.Helper()
+	db := fake.New(opts)
+	if err := db.CreateTable(fake.TableDef{Schema: "dbo", Name: "orders", Columns: []fake.ColumnDef{
+		{Name: "id", Type: "int"}, {Name: "note", Type: "varchar(20)", Nullable: true},
+	}, Key: []string{"id"}}); err != nil {
+		t.Fatal(err)
+	}
+	if rows > 0 {
+		var batch []fake.Row
+		for i := range rows {
+			batch = append(batch, fake.Row{int64(i), fmt.Sprint("n", i)})
+		}
+		if _, err := db.Load("dbo", "orders", batch...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.EnableCDC("dbo", "orders", "dbo_Orders"); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func TestQuietDatabaseStartsBeforeStartLSN(t *testing.T) {
+	ctx := context.Background()
+	db := ordersDB(t, fake.Options{ManualCapture: true}, 10)
+	ci, err := db.CaptureInstance(ctx, "dbo_Orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	maxLSN, _ := db.MaxLSN(ctx)
+	if ci.StartLSN.Compare(maxLSN) <= 0 {
+		t.Fatalf("setup: start_lsn %s is not above max_lsn %s", ci.StartLSN, maxLSN)
+	}
+	if _, ok, _ := db.MinLSN(ctx, "dbo_Orders"); ok {
+		t.Fatal("setup: min LSN is not NULL on a new instance")
+	}
+	res, err := snapshot.Take(ctx, db, fake.NewMemSink(), snapshot.Options{CaptureInstance: "dbo_Orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := ci.StartLSN.Prev()
+	if res.LSN != want {
+		t.Fatalf("L0 = %s, want start_lsn - 1 = %s", res.LSN, want)
+	}
+	// A change committed now gets an LSN at or above start_lsn: the stream
+	// from res.LSN+1 carries it.
+	tx := db.Begin()
+	_ = tx.Insert("dbo", "orders", fake.Row{int64(100), "late"})
+	l, _ := tx.Commit()
+	if l.Compare(res.LSN) <= 0 {
+		t.Fatalf("a later commit got %s, not above L0 %s", l, res.LSN)
+	}
+}
+
+func TestCaptureInstanceNames(t *testing.T) {
+	ctx := context.Background()
+	db := ordersDB(t, fake.Options{}, 3)
+	dst := fake.NewMemSink()
+	defer dst.Close()
+	res, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "DBO_ORDERS"})
+	if err != nil {
+		t.Fatalf("a case-mismatched name was not resolved: %v", err)
+	}
+	// The column keeps the name as the options gave it; a rerun spelled
+	// differently finds the snapshot and reads nothing.
+	db.ResetStats()
+	again, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Existing || again.LSN != res.LSN {
+		t.Fatalf("rerun returned %+v, want the existing snapshot at %s", again, res.LSN)
+	}
+	if st, _ := db.Stats("dbo", "orders"); st.RowsExamined != 0 || st.RangeReads != 0 {
+		t.Fatalf("rerun read the table: %+v", st)
+	}
+	rows, err := dst.Rows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 || rows[0][sink.ColCaptureInstance] != "DBO_ORDERS" {
+		t.Fatalf("rows %v: want 3 with _capture_instance DBO_ORDERS", rows)
+	}
+
+	_, err = snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_missing"})
+	var nf *source.NotFoundError
+	if !errors.As(err, &nf) || !errors.Is(err, source.ErrNotFound) || !strings.Contains(err.Error(), "dbo_Orders") {
+		t.Fatalf("missing instance: %v, want a NotFoundError naming dbo_Orders", err)
+	}
+}
+
+func TestAmbiguousCaptureInstance(t *testing.T) {
+	ctx := context.Background()
+	db := ordersDB(t, fake.Options{}, 3)
+	if _, err := db.EnableCDC("dbo", "orders", "DBO_ORDERS"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := snapshot.Take(ctx, db, fake.NewMemSink(), snapshot.Options{CaptureInstance: "Dbo_Orders"})
+	var amb *source.AmbiguousError
+	if !errors.As(err, &amb) || !strings.Contains(err.Error(), "dbo_Orders") || !strings.Contains(err.Error(), "DBO_ORDERS") {
+		t.Fatalf("got %v, want an AmbiguousError naming both", err)
+	}
+	// The exact name still resolves.
+	if _, err := snapshot.Take(ctx, db, fake.NewMemSink(), snapshot.Options{CaptureInstance: "DBO_ORDERS"}); err != nil {
+		t.Fatalf("exact name: %v", err)
+	}
+}
+
+func TestResnapshot(t *testing.T) {
+	ctx := context.Background()
+	db := ordersDB(t, fake.Options{}, 5)
+	dst := fake.NewMemSink()
+	defer dst.Close()
+	first, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := db.Begin()
+	_ = tx.Insert("dbo", "orders", fake.Row{int64(99), "new"})
+	if _, err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	second, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders", Resnapshot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Existing || second.LSN.Compare(first.LSN) <= 0 || second.Rows != 6 {
+		t.Fatalf("resnapshot %+v after %+v: want a new snapshot of 6 rows at a newer LSN", second, first)
+	}
+	found, err := dst.FindSnapshot(ctx, "DBO_orders")
+	if err != nil || found.LSN != second.LSN {
+		t.Fatalf("FindSnapshot after resnapshot: %+v, %v; want %s", found, err, second.LSN)
+	}
+}
+
+func TestEmptyAndOneRowTables(t *testing.T) {
+	ctx := context.Background()
+	for _, rows := range []int{0, 1} {
+		db := ordersDB(t, fake.Options{}, rows)
+		dst := fake.NewMemSink()
+		res, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Rows != int64(rows) || res.Partitions != 1 {
+			t.Fatalf("%d rows: got %d rows in %d partitions, want %d in 1", rows, res.Rows, res.Partitions, rows)
+		}
+		if _, err := dst.FindSnapshot(ctx, "dbo_Orders"); err != nil {
+			t.Fatalf("%d rows: snapshot not found: %v", rows, err)
+		}
+		dst.Close()
+	}
+}
+
+// TestFailureCommitsNothing: a read that fails mid-partition, and a commit
+// that fails, leave no snapshot; a rerun recovers with every row once.
+func TestFailureCommitsNothing(t *testing.T) {
+	ctx := context.Background()
+	db := ordersDB(t, fake.Options{}, 500)
+	dst := fake.NewMemSink()
+	defer dst.Close()
+	boom := errors.New("connection reset")
+	db.FailReadAfter(230, boom)
+	_, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 4, BatchRows: 50})
+	if !errors.Is(err, boom) {
+		t.Fatalf("got %v, want the read failure", err)
+	}
+	if _, err := dst.FindSnapshot(ctx, "dbo_Orders"); !errors.Is(err, sink.ErrNotFound) {
+		t.Fatalf("after a failed read FindSnapshot = %v, want ErrNotFound", err)
+	}
+	if len(dst.Commits()) != 0 {
+		t.Fatalf("a failed snapshot committed %d times", len(dst.Commits()))
+	}
+	db.ClearFaults()
+	dst.FailNextCommit(boom)
+	if _, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 4}); !errors.Is(err, boom) {
+		t.Fatalf("got %v, want the commit failure", err)
+	}
+	if len(dst.Commits()) != 0 {
+		t.Fatal("a failed commit is visible")
+	}
+	res, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 4})
+	if err != nil || res.Rows != 500 || res.Existing {
+		t.Fatalf("rerun: %+v, %v; want a new snapshot of 500 rows", res, err)
+	}
+}
+
+func TestCanceledContextCommitsNothing(t *testing.T) {
+	db := ordersDB(t, fake.Options{}, 300)
+	dst := fake.NewMemSink()
+	defer dst.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	db.SetPageHook(func(context.Context, fake.Page) error { cancel(); return nil })
+	_, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 3, BatchRows: 10})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+	if len(dst.Commits()) != 0 {
+		t.Fatal("a canceled snapshot committed")
+	}
+}
+
+func TestInvalidOptions(t *testing.T) {
+	db := ordersDB(t, fake.Options{}, 1)
+	for _, o := range []snapshot.Options{{}, {CaptureInstance: "dbo_Orders", Partitions: -1}, {CaptureInstance: "dbo_Orders", Isolation: 7}} {
+		if _, err := snapshot.Take(context.Background(), db, fake.NewMemSink(), o); !errors.Is(err, snapshot.ErrInvalidOptions) {
+			t.Errorf("options %+v: got %v, want ErrInvalidOptions", o, err)
+		}
+	}
+}
+
+// TestChangesDataLoss: changes asked for below the minimum LSN after
+// retention cleanup are ErrDataLoss, never an empty result.
+func TestChangesDataLoss(t *testing.T) {
+	ctx := context.Background()
+	db := ordersDB(t, fake.Options{}, 3)
+	var last lsn.LSN
+	for i := range 5 {
+		tx := db.Begin()
+		_ = tx.Update("dbo", "orders", []any{int64(1)}, fake.Row{int64(1), fmt.Sprint("v", i)})
+		last, _ = tx.Commit()
+	}
+	ci, _ := db.CaptureInstance(ctx, "dbo_Orders")
+	if err := db.Cleanup("dbo_Orders", last); err != nil {
+		t.Fatal(err)
+	}
+	_, err := snapshot.Changes(ctx, db, "dbo_Orders", ci.StartLSN, last, 1)
+	var dl *source.DataLossError
+	if !errors.As(err, &dl) || !errors.Is(err, source.ErrDataLoss) || dl.MinLSN.Compare(ci.StartLSN) <= 0 {
+		t.Fatalf("got %v, want a DataLossError with the raised min LSN", err)
+	}
+	rr, err := snapshot.Changes(ctx, db, "dbo_Orders", last, last, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rr.Release()
+	n := 0
+	for rr.Next() {
+		n += int(rr.RecordBatch().NumRows())
+	}
+	if n != 2 { // the last update's before and after images
+		t.Fatalf("%d change rows at the min LSN, want 2", n)
+	}
+	_ = array.RecordReader(rr)
+}
