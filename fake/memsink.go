@@ -58,14 +58,13 @@ type partData struct {
 // commit fail with sink.ErrSnapshotExists; one committed before it does not
 // (that is a re-snapshot).
 type MemSink struct {
-	mu        sync.Mutex
-	closed    bool
-	nextPart  int64
-	pending   map[int64]*pending
-	planStart map[string]int64 // PlanID -> the version when its first part was written
-	commits   []Commit
-	records   [][]arrow.RecordBatch // per commit
-	batches   map[string]Commit     // lower-case instance + batch id -> commit
+	mu       sync.Mutex
+	closed   bool
+	nextPart int64
+	pending  map[int64]*pending
+	commits  []Commit
+	records  [][]arrow.RecordBatch // per commit
+	batches  map[string]Commit     // lower-case instance + batch id -> commit
 
 	failCommit error
 	failWrite  *writeFault
@@ -80,7 +79,7 @@ var _ sink.Sink = (*MemSink)(nil)
 
 // NewMemSink returns an empty memory sink.
 func NewMemSink() *MemSink {
-	return &MemSink{pending: map[int64]*pending{}, planStart: map[string]int64{}, batches: map[string]Commit{}}
+	return &MemSink{pending: map[int64]*pending{}, batches: map[string]Commit{}}
 }
 
 // FailNextCommit makes the next CommitSnapshot or AppendChanges fail with
@@ -160,9 +159,6 @@ func (s *MemSink) WritePartition(ctx context.Context, info sink.Info, partition 
 		s.mu.Unlock()
 		return sink.Part{}, ErrSinkClosed
 	}
-	if _, ok := s.planStart[info.PlanID]; !ok {
-		s.planStart[info.PlanID] = int64(len(s.commits))
-	}
 	fault := s.failWrite
 	s.failWrite = nil
 	s.mu.Unlock()
@@ -227,9 +223,10 @@ func (s *MemSink) WritePartition(ctx context.Context, info sink.Info, partition 
 // CommitSnapshot implements sink.Sink. It refuses parts of another plan,
 // duplicate partitions, partitions missing from 0..len(parts)-1, parts it
 // did not write or already committed, and parts whose schema differs from
-// info.Schema. If a snapshot of the same instance was committed after this
-// plan's first part was written, it returns that snapshot and an error
-// wrapping sink.ErrSnapshotExists, and commits nothing.
+// info.Schema. If the newest snapshot of the same instance is not the one
+// info.Replaces names (none, for the zero LSN), another writer landed
+// meanwhile: it returns that snapshot and an error wrapping
+// sink.ErrSnapshotExists, and commits nothing.
 func (s *MemSink) CommitSnapshot(ctx context.Context, info sink.Info, parts []sink.Part) (sink.Snapshot, error) {
 	if err := ctx.Err(); err != nil {
 		return sink.Snapshot{}, err
@@ -275,11 +272,7 @@ func (s *MemSink) CommitSnapshot(ctx context.Context, info sink.Info, parts []si
 		}
 		ids[p.Partition] = d.ID
 	}
-	start, ok := s.planStart[info.PlanID]
-	if !ok {
-		start = int64(len(s.commits))
-	}
-	if c, ok := s.newestSnapshotLocked(info.CaptureInstance, start-1); ok {
+	if c, ok := s.newestSnapshotLocked(info.CaptureInstance, -1); ok && c.Snapshot.LSN != info.Replaces {
 		return c.Snapshot, fmt.Errorf("%s: snapshot at %s landed first (version %d): %w", where, c.Snapshot.LSN, c.Version, sink.ErrSnapshotExists)
 	}
 	if err := s.failCommit; err != nil {

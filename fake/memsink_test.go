@@ -102,8 +102,9 @@ func TestMemSinkCommitsAtomically(t *testing.T) {
 		t.Fatal("the refused commit made rows visible")
 	}
 
-	// A re-snapshot planned after the first commit lands and is found.
+	// A re-snapshot that names the snapshot it replaces lands and is found.
 	c := info(schema, "dbo_orders", "plan-c", 3)
+	c.Replaces = snap.LSN
 	r0 := write(t, s, c, 0, 200, 1)
 	snap2 := must[sink.Snapshot](t)(s.CommitSnapshot(ctx, c, []sink.Part{r0}))
 	if f := must[sink.Snapshot](t)(s.FindSnapshot(ctx, "dbo_ORDERS")); f != snap2 || snap2.Version != 1 {

@@ -29,6 +29,7 @@ type Range struct {
 	Upper Tuple `json:"upper"`
 }
 
+// String returns "range i [lower, upper)", open bounds as -inf and +inf.
 func (r Range) String() string {
 	return fmt.Sprintf("range %d [%s, %s)", r.Index, fmtBound(r.Lower, "-inf"), fmtBound(r.Upper, "+inf"))
 }

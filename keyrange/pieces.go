@@ -2,6 +2,7 @@ package keyrange
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -9,8 +10,13 @@ import (
 // Cond bounds one key column: the value and whether the bound includes it.
 // Comparisons follow Compare, so NULL sorts first: "> NULL" is IS NOT NULL,
 // ">= NULL" holds for every row, "<= NULL" is IS NULL.
+//
+// Pieces emits only three shapes of Cond: Lower >= v with v not NULL,
+// Lower > v (with v NULL: IS NOT NULL), and Upper < v with v not NULL.
 type Cond struct {
-	Value     any  `json:"value"`
+	// Value is the bound, of its column's Go type, or nil for NULL.
+	Value any `json:"value"`
+	// Inclusive makes the bound hold its value (>=, <=) rather than not (>, <).
 	Inclusive bool `json:"inclusive"`
 }
 
@@ -106,6 +112,15 @@ func (p Piece) InSeek(cols []Column, key Tuple) (bool, error) {
 // pieces on a = x carry a guard key < (u, v) and those on a = u a guard
 // a > x: if x and u compare equal at the source (though they differ in
 // Go), the first group alone reads the range and the last reads nothing.
+//
+// Bound values equal by Compare (identical, or equal under the collation
+// rules Compare models: case folding, space padding) share an equality, so
+// the range seeks exactly its rows. Otherwise the pieces depend only on
+// which values are equal, never on Go's order of them, so they read every
+// row of the range exactly once under whatever collation the source
+// applies (accent-insensitive and linguistic ones included), the guards
+// filtering the overlap. Bounds are checked for order only up to the
+// first string column, where Go's order is the source's.
 func Pieces(cols []Column, r Range) ([]Piece, error) {
 	if len(cols) == 0 {
 		return nil, fmt.Errorf("keyrange: a key needs at least one column")
@@ -121,23 +136,35 @@ func Pieces(cols []Column, r Range) ([]Piece, error) {
 		}
 	}
 	if r.Lower != nil && r.Upper != nil {
-		c, err := CompareTuples(cols, r.Lower, r.Upper)
-		if err != nil {
-			return nil, err
-		}
-		if c > 0 {
-			return nil, fmt.Errorf("keyrange: %s: lower bound is above upper bound", r)
+		// Only columns up to the first string one: past it the source's
+		// collation may order the bounds otherwise than Go does
+		// (Latin1_General puts 'é' before 'f'), and the pieces do not depend
+		// on the bounds' order, only on which values are identical.
+		for i, c := range cols {
+			if c.Kind == KindString {
+				break
+			}
+			o, err := Compare(c, r.Lower[i], r.Upper[i])
+			if err != nil {
+				return nil, err
+			}
+			if o > 0 {
+				return nil, fmt.Errorf("keyrange: %s: lower bound is above upper bound", r)
+			}
+			if o < 0 {
+				break
+			}
 		}
 	}
 	var out []Piece
-	split(&out, 0, nil, r.Lower, r.Upper, nil)
+	split(&out, cols, 0, nil, r.Lower, r.Upper, nil)
 	return out, nil
 }
 
 // split appends the pieces of prefix + [lo, hi) over columns j.. to out.
 // lo and hi are the bound suffixes from column j (nil when open); guard is
 // inherited by every piece split from here.
-func split(out *[]Piece, j int, prefix []any, lo, hi Tuple, guard *Guard) {
+func split(out *[]Piece, cols []Column, j int, prefix []any, lo, hi Tuple, guard *Guard) {
 	eq := func(extra ...any) []any {
 		return append(append([]any(nil), prefix...), extra...)
 	}
@@ -145,15 +172,16 @@ func split(out *[]Piece, j int, prefix []any, lo, hi Tuple, guard *Guard) {
 	case lo == nil && hi == nil:
 		*out = append(*out, Piece{Eq: eq(), Guard: guard})
 		return
-	case lo != nil && hi != nil && identical(lo[0], hi[0]):
+	case lo != nil && hi != nil && sameValue(cols[j], lo[0], hi[0]):
 		if len(lo) == 1 {
 			return // [x, x): empty
 		}
-		split(out, j+1, eq(lo[0]), lo[1:], hi[1:], guard)
+		split(out, cols, j+1, eq(lo[0]), lo[1:], hi[1:], guard)
 		return
 	case (lo == nil || len(lo) == 1) && (hi == nil || len(hi) == 1):
 		p := Piece{Eq: eq(), Guard: guard}
-		if lo != nil {
+		if lo != nil && lo[0] != nil {
+			// key >= NULL holds for every key: no bound at all.
 			p.Lower = &Cond{Value: lo[0], Inclusive: true}
 		}
 		if hi != nil {
@@ -172,7 +200,7 @@ func split(out *[]Piece, j int, prefix []any, lo, hi Tuple, guard *Guard) {
 		highGuard = &Guard{From: j, Above: &Cond{Value: lo[0]}}
 	}
 	if lo != nil {
-		split(out, j+1, eq(lo[0]), lo[1:], nil, lowGuard)
+		split(out, cols, j+1, eq(lo[0]), lo[1:], nil, lowGuard)
 	}
 	mid := Piece{Eq: eq(), Guard: guard}
 	if lo != nil {
@@ -185,12 +213,27 @@ func split(out *[]Piece, j int, prefix []any, lo, hi Tuple, guard *Guard) {
 		*out = append(*out, mid)
 	}
 	if hi != nil {
-		split(out, j+1, eq(hi[0]), nil, hi[1:], highGuard)
+		split(out, cols, j+1, eq(hi[0]), nil, hi[1:], highGuard)
 	}
+}
+
+// sameValue reports whether two bound values are certainly equal at the
+// source: identical in Go, or equal by Compare (the collation rules Compare
+// models, case folding for _CI and space padding, are ones SQL Server
+// applies too). Then the bounds share an equality and the range seeks
+// exactly its rows; values equal only under rules Compare does not model
+// (accent-insensitive collations) fall to the guard instead.
+func sameValue(c Column, a, b any) bool {
+	if identical(a, b) {
+		return true
+	}
+	r, err := Compare(c, a, b)
+	return err == nil && r == 0
 }
 
 // identical reports whether two key values are the same Go value, byte for
 // byte: only then are they certainly equal at the source too.
+// Values of other types (Pieces has rejected them) are never identical.
 func identical(a, b any) bool {
 	switch x := a.(type) {
 	case nil:
@@ -200,8 +243,81 @@ func identical(a, b any) bool {
 		return ok && bytes.Equal(x, y)
 	case time.Time:
 		y, ok := b.(time.Time)
-		return ok && x.Equal(y) && x.Location().String() == y.Location().String()
+		if !ok || !x.Equal(y) {
+			return false
+		}
+		_, ox := x.Zone()
+		_, oy := y.Zone()
+		return ox == oy
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case int64:
+		y, ok := b.(int64)
+		return ok && x == y
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case float64:
+		// -0 and 0 are one value at the source; NaN is none.
+		y, ok := b.(float64)
+		return ok && x == y
+	case Decimal:
+		y, ok := b.(Decimal)
+		return ok && x == y
+	case UUID:
+		y, ok := b.(UUID)
+		return ok && x == y
 	default:
-		return a == b
+		return false
 	}
+}
+
+// condJSON is a Cond on the wire: the value as a one-value Tuple, so that it
+// decodes to the Go type it was encoded from.
+type condJSON struct {
+	Value     Tuple `json:"value"`
+	Inclusive bool  `json:"inclusive"`
+}
+
+// MarshalJSON encodes the value tagged with its Go type, as Tuple does.
+func (c Cond) MarshalJSON() ([]byte, error) {
+	return json.Marshal(condJSON{Value: Tuple{c.Value}, Inclusive: c.Inclusive})
+}
+
+// UnmarshalJSON decodes what MarshalJSON wrote.
+func (c *Cond) UnmarshalJSON(b []byte) error {
+	var j condJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	if len(j.Value) != 1 {
+		return fmt.Errorf("keyrange: a bound needs one value, have %d", len(j.Value))
+	}
+	*c = Cond{Value: j.Value[0], Inclusive: j.Inclusive}
+	return nil
+}
+
+// pieceJSON is a Piece on the wire, its equalities typed as a Tuple.
+type pieceJSON struct {
+	Eq    Tuple  `json:"eq,omitempty"`
+	Lower *Cond  `json:"lower,omitempty"`
+	Upper *Cond  `json:"upper,omitempty"`
+	Guard *Guard `json:"guard,omitempty"`
+}
+
+// MarshalJSON encodes p so that it decodes to the same Go values (plain
+// encoding/json would turn an int64 equality into a float64).
+func (p Piece) MarshalJSON() ([]byte, error) {
+	return json.Marshal(pieceJSON{Eq: Tuple(p.Eq), Lower: p.Lower, Upper: p.Upper, Guard: p.Guard})
+}
+
+// UnmarshalJSON decodes what MarshalJSON wrote.
+func (p *Piece) UnmarshalJSON(b []byte) error {
+	var j pieceJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*p = Piece{Eq: []any(j.Eq), Lower: j.Lower, Upper: j.Upper, Guard: j.Guard}
+	return nil
 }

@@ -2,6 +2,7 @@ package keyrange
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/big"
 	"strings"
@@ -19,6 +20,7 @@ const (
 	Keyset
 )
 
+// String returns "single", "uniform" or "keyset".
 func (s Strategy) String() string {
 	switch s {
 	case Uniform:
@@ -49,9 +51,10 @@ func Choose(cols []Column, partitions int) (Strategy, string) {
 
 // Ineligible returns why a key cannot be cut into ranges, or "" when it
 // can: a key with no columns, a column of a kind that has no exact bound
-// (KindUnsupported), or a non-Unicode string column whose collation is not
-// visible (its bounds would convert in the database's default code page and
-// lose their order).
+// (KindUnsupported, or a Kind this package does not know), or a
+// non-Unicode string column whose collation is not visible (its bounds
+// would convert in the database's default code page and lose their order).
+// Several reasons are joined with "; ", each naming its column, for logs.
 func Ineligible(cols []Column) string {
 	if len(cols) == 0 {
 		return "the capture instance has no unique index (no key columns)"
@@ -61,6 +64,8 @@ func Ineligible(cols []Column) string {
 		switch {
 		case c.Kind == KindUnsupported:
 			why = append(why, fmt.Sprintf("key column %q has type %s, which cannot be bound as a bound", c.Name, orUnknown(c.SQLType)))
+		case !c.Kind.known():
+			why = append(why, fmt.Sprintf("key column %q (%s) has %s, which keyrange cannot order", c.Name, orUnknown(c.SQLType), c.Kind))
 		case c.Kind == KindString && !c.Unicode && c.Collation.Name == "":
 			why = append(why, fmt.Sprintf("key column %q (%s) has no visible collation", c.Name, orUnknown(c.SQLType)))
 		}
@@ -118,30 +123,74 @@ type Seeker interface {
 // last range; too high, the seeks run out of keys and fewer ranges come
 // out. Fewer rows than n gives one row per range; zero or one row, one
 // range. Every key lies in exactly one range whatever the count.
+//
+// It makes at most n-1 seeks, each reading its range's keys and one more
+// (the first key of the next range); the last range's keys are not read.
 func NTile(ctx context.Context, s Seeker, rows int64, n int) ([]Range, error) {
+	bounds, _, err := seekBounds(ctx, s, rows, n)
+	if err != nil {
+		return nil, err
+	}
+	return FromBounds(bounds), nil
+}
+
+// Tiles returns the ranges of NTILE(n) OVER (ORDER BY key), given the
+// table's exact row count (SELECT COUNT(*) in the transaction that reads
+// the tiles): range i holds exactly the rows NTILE numbers i+1, so a
+// reconcile can compare tile by tile. It shares NTile's seeks; where NTile
+// tolerates an estimate, Tiles reports a count the seeks prove too high
+// (the table ran out of keys before the last tile) as an error wrapping
+// ErrRowCount. A count too low goes unnoticed here (the last range holds
+// the rest): a caller that must know counts the last range's rows.
+func Tiles(ctx context.Context, s Seeker, exactRows int64, n int) ([]Range, error) {
+	if exactRows < 0 {
+		return nil, fmt.Errorf("keyrange: %w: %d rows", ErrRowCount, exactRows)
+	}
+	bounds, short, err := seekBounds(ctx, s, exactRows, n)
+	if err != nil {
+		return nil, err
+	}
+	if short {
+		return nil, fmt.Errorf("keyrange: %w: %d rows in %d tiles, but the keys ran out before tile %d", ErrRowCount, exactRows, min(int64(n), exactRows), len(bounds)+2)
+	}
+	return FromBounds(bounds), nil
+}
+
+// ErrRowCount reports a row count that does not match the table's keys
+// (see Tiles).
+var ErrRowCount = errors.New("row count does not match the keys")
+
+// seekBounds finds the first key of tiles 2..n. short reports that the
+// seeks ran out of keys before the last tile.
+func seekBounds(ctx context.Context, s Seeker, rows int64, n int) (bounds []Tuple, short bool, err error) {
 	if n <= 1 || rows <= 1 {
-		return Whole(), nil
+		return nil, false, nil
 	}
 	if rows < int64(n) {
 		n = int(rows)
 	}
 	q, rem := rows/int64(n), rows%int64(n)
-	var bounds []Tuple
 	var from Tuple
 	for i := 0; i < n-1; i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, false, fmt.Errorf("keyrange: seeking the start of range %d: %w", i+1, err)
+		}
 		size := q
 		if int64(i) < rem {
 			size++
 		}
 		key, ok, err := s.SeekKey(ctx, from, size)
 		if err != nil {
-			return nil, fmt.Errorf("keyrange: seeking the start of range %d: %w", i+1, err)
+			return nil, false, fmt.Errorf("keyrange: seeking the start of range %d: %w", i+1, err)
 		}
 		if !ok {
-			break
+			return bounds, true, nil
+		}
+		if key == nil {
+			return nil, false, fmt.Errorf("keyrange: seeking the start of range %d: the seeker returned no key", i+1)
 		}
 		bounds = append(bounds, key)
 		from = key
 	}
-	return FromBounds(bounds), nil
+	return bounds, false, nil
 }

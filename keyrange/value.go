@@ -6,11 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Kind is how a key column's values are represented and ordered.
@@ -32,17 +32,45 @@ const (
 	KindUUID                       // UUID: uniqueidentifier, ordered as SQL Server orders it
 )
 
-var kindNames = [...]string{"unsupported", "int", "bool", "decimal", "float", "string", "bytes", "date", "time", "datetime", "datetimeoffset", "uuid"}
-
+// String returns the kind's lowercase name ("int", "datetimeoffset").
 func (k Kind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
+	switch k {
+	case KindUnsupported:
+		return "unsupported"
+	case KindInt:
+		return "int"
+	case KindBool:
+		return "bool"
+	case KindDecimal:
+		return "decimal"
+	case KindFloat:
+		return "float"
+	case KindString:
+		return "string"
+	case KindBytes:
+		return "bytes"
+	case KindDate:
+		return "date"
+	case KindTime:
+		return "time"
+	case KindDateTime:
+		return "datetime"
+	case KindDateTimeOffset:
+		return "datetimeoffset"
+	case KindUUID:
+		return "uuid"
 	}
 	return "kind(" + strconv.Itoa(int(k)) + ")"
 }
 
+// known reports whether k is one of the kinds above other than
+// KindUnsupported: a kind Compare can order.
+func (k Kind) known() bool { return k > KindUnsupported && k <= KindUUID }
+
 // Decimal is an exact decimal number in its text form ("-12.3400"), as SQL
-// Server returns decimal and money values. It is compared numerically.
+// Server returns decimal and money values: an optional sign, digits, and an
+// optional fraction ("12", "-0.5", ".5", "7."); no exponent. It is compared
+// numerically, so "1.0" and "1.00" are equal.
 type Decimal string
 
 // UUID is a uniqueidentifier in RFC 4122 byte order (the order of its
@@ -108,16 +136,30 @@ type Collation struct {
 }
 
 // ParseCollation derives the comparison rules from a SQL Server collation
-// name: "_CI" makes it case-insensitive; "_BIN" and "_BIN2" and "_CS" do not.
+// name: a "CI" part ("Latin1_General_CI_AS") makes it case-insensitive; "CS",
+// "BIN" and "BIN2" do not. The name is split at underscores, so only a
+// whole part counts. Accent, kana and width sensitivity and the linguistic
+// order of a Windows collation are not modelled: the source applies them,
+// and Pieces stays correct whatever they are (see Pieces).
 func ParseCollation(name string) Collation {
-	up := strings.ToUpper(name)
-	return Collation{Name: name, CaseInsensitive: strings.Contains(up, "_CI") && !strings.Contains(up, "_BIN")}
+	ci, bin := false, false
+	for _, part := range strings.Split(strings.ToUpper(name), "_") {
+		switch part {
+		case "CI":
+			ci = true
+		case "BIN", "BIN2":
+			bin = true
+		}
+	}
+	return Collation{Name: name, CaseInsensitive: ci && !bin}
 }
 
 // Column is one key column as planning needs it.
 type Column struct {
+	// Name is the column's name as the source spells it.
 	Name string `json:"name"`
-	Kind Kind   `json:"kind"`
+	// Kind is how its values are held and ordered.
+	Kind Kind `json:"kind"`
 	// SQLType is the declared type ("varchar(20)", "datetime2(7)"), for
 	// messages and for sources that bind bounds; planning does not parse it.
 	SQLType   string    `json:"sql_type,omitempty"`
@@ -196,15 +238,15 @@ func Compare(c Column, a, b any) (int, error) {
 		if !ok2 {
 			return 0, bad(b)
 		}
-		rx, okx := new(big.Rat).SetString(string(x))
-		ry, oky := new(big.Rat).SetString(string(y))
+		dx, okx := parseDecimal(string(x))
+		dy, oky := parseDecimal(string(y))
 		if !okx {
 			return 0, fmt.Errorf("keyrange: column %q: %q is not a decimal", c.Name, x)
 		}
 		if !oky {
 			return 0, fmt.Errorf("keyrange: column %q: %q is not a decimal", c.Name, y)
 		}
-		return rx.Cmp(ry), nil
+		return dx.compare(dy), nil
 	case KindString:
 		x, ok1 := a.(string)
 		y, ok2 := b.(string)
@@ -263,15 +305,35 @@ func compareUUID(x, y UUID) int {
 	return 0
 }
 
-// compareStrings pads with spaces (trailing spaces are ignored) and folds
-// case when the collation is case-insensitive.
+// compareStrings folds case when the collation is case-insensitive, then
+// compares as SQL Server does: the shorter string is padded with spaces to
+// the length of the longer. Trailing spaces so never matter ('a' = 'a  '),
+// and a character below the space sorts a longer string first
+// ('a' + CHAR(9) < 'a'), where plain trimming would put it after.
 func compareStrings(c Collation, x, y string) int {
-	x = strings.TrimRight(x, " ")
-	y = strings.TrimRight(y, " ")
 	if c.CaseInsensitive {
-		return cmp.Compare(foldCase(x), foldCase(y))
+		x, y = foldCase(x), foldCase(y)
 	}
-	return cmp.Compare(x, y)
+	n := min(len(x), len(y))
+	if r := strings.Compare(x[:n], y[:n]); r != 0 {
+		return r
+	}
+	// One of the rests is empty: compare the other with spaces.
+	return padSign(x[n:]) - padSign(y[n:])
+}
+
+// padSign compares s with as many spaces: -1, 0 or +1.
+func padSign(s string) int {
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == ' ':
+		case s[i] < ' ':
+			return -1
+		default:
+			return 1
+		}
+	}
+	return 0
 }
 
 func foldCase(s string) string {
@@ -301,17 +363,26 @@ func CollationKey(c Column, v any) (string, error) {
 		if !ok {
 			return "", fmt.Errorf("keyrange: column %q (%s) cannot hold %T", c.Name, c.Kind, v)
 		}
-		r, ok := new(big.Rat).SetString(string(d))
+		x, ok := parseDecimal(string(d))
 		if !ok {
 			return "", fmt.Errorf("keyrange: column %q: %q is not a decimal", c.Name, d)
 		}
-		return "d" + r.RatString(), nil
+		return "d" + x.String(), nil
 	case KindDate, KindTime, KindDateTime, KindDateTimeOffset:
 		t, ok := v.(time.Time)
 		if !ok {
 			return "", fmt.Errorf("keyrange: column %q (%s) cannot hold %T", c.Name, c.Kind, v)
 		}
 		return "t" + t.UTC().Format(time.RFC3339Nano), nil
+	case KindFloat:
+		f, ok := v.(float64)
+		if !ok {
+			return "", fmt.Errorf("keyrange: column %q (%s) cannot hold %T", c.Name, c.Kind, v)
+		}
+		if f == 0 {
+			f = 0 // -0 equals 0
+		}
+		return "f" + strconv.FormatFloat(f, 'g', -1, 64), nil
 	default:
 		if _, err := Compare(c, v, v); err != nil {
 			return "", err
@@ -343,9 +414,12 @@ type jsonValue struct {
 	Decimal *string `json:"dec,omitempty"`
 	Float   *string `json:"float,omitempty"`
 	String  *string `json:"str,omitempty"`
-	Bytes   *string `json:"hex,omitempty"`
-	Time    *string `json:"time,omitempty"`
-	UUID    *string `json:"uuid,omitempty"`
+	// StrHex holds a string that is not valid UTF-8 (JSON would replace
+	// its bad bytes with U+FFFD), as hex of its bytes.
+	StrHex *string `json:"strhex,omitempty"`
+	Bytes  *string `json:"hex,omitempty"`
+	Time   *string `json:"time,omitempty"`
+	UUID   *string `json:"uuid,omitempty"`
 }
 
 // MarshalJSON encodes each value tagged with its Go type; NULL is null.
@@ -367,11 +441,22 @@ func (t Tuple) MarshalJSON() ([]byte, error) {
 		case float64:
 			out[i] = &jsonValue{Float: s(strconv.FormatFloat(x, 'g', -1, 64))}
 		case string:
-			out[i] = &jsonValue{String: s(x)}
+			if utf8.ValidString(x) {
+				out[i] = &jsonValue{String: s(x)}
+			} else {
+				out[i] = &jsonValue{StrHex: s(hex.EncodeToString([]byte(x)))}
+			}
 		case []byte:
 			out[i] = &jsonValue{Bytes: s(hex.EncodeToString(x))}
 		case time.Time:
-			out[i] = &jsonValue{Time: s(x.Format(time.RFC3339Nano))}
+			if _, off := x.Zone(); off%60 != 0 {
+				return nil, fmt.Errorf("keyrange: key value %d: %v has an offset of %d seconds, not whole minutes", i, x, off)
+			}
+			b, err := x.MarshalText()
+			if err != nil {
+				return nil, fmt.Errorf("keyrange: key value %d: %w", i, err)
+			}
+			out[i] = &jsonValue{Time: s(string(b))}
 		case UUID:
 			out[i] = &jsonValue{UUID: s(x.String())}
 		default:
@@ -408,7 +493,7 @@ func (t *Tuple) UnmarshalJSON(b []byte) error {
 		}
 		if j.Decimal != nil {
 			set++
-			if _, ok := new(big.Rat).SetString(*j.Decimal); !ok {
+			if _, ok := parseDecimal(*j.Decimal); !ok {
 				err = fmt.Errorf("%q is not a decimal", *j.Decimal)
 			}
 			out[i] = Decimal(*j.Decimal)
@@ -421,6 +506,12 @@ func (t *Tuple) UnmarshalJSON(b []byte) error {
 			set++
 			out[i] = *j.String
 		}
+		if j.StrHex != nil {
+			set++
+			var raw []byte
+			raw, err = hex.DecodeString(*j.StrHex)
+			out[i] = string(raw)
+		}
 		if j.Bytes != nil {
 			set++
 			var raw []byte
@@ -432,7 +523,9 @@ func (t *Tuple) UnmarshalJSON(b []byte) error {
 		}
 		if j.Time != nil {
 			set++
-			out[i], err = time.Parse(time.RFC3339Nano, *j.Time)
+			var tm time.Time
+			err = tm.UnmarshalText([]byte(*j.Time))
+			out[i] = tm
 		}
 		if j.UUID != nil {
 			set++
@@ -447,4 +540,75 @@ func (t *Tuple) UnmarshalJSON(b []byte) error {
 	}
 	*t = out
 	return nil
+}
+
+// decimal is a parsed Decimal: sign, integer digits without leading zeros
+// and fraction digits without trailing zeros. Zero is never negative.
+type decimal struct {
+	neg        bool
+	intPart    string
+	fracDigits string
+}
+
+// parseDecimal reads [+-]digits[.digits] (either side of the point may be
+// empty, not both). It never allocates more than the input's size, unlike
+// big.Rat, which would expand "1e999999999".
+func parseDecimal(s string) (decimal, bool) {
+	var d decimal
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		d.neg = s[0] == '-'
+		s = s[1:]
+	}
+	ip, fp, _ := strings.Cut(s, ".")
+	if ip == "" && fp == "" {
+		return d, false
+	}
+	for _, part := range []string{ip, fp} {
+		for i := 0; i < len(part); i++ {
+			if part[i] < '0' || part[i] > '9' {
+				return d, false
+			}
+		}
+	}
+	d.intPart = strings.TrimLeft(ip, "0")
+	d.fracDigits = strings.TrimRight(fp, "0")
+	if d.intPart == "" && d.fracDigits == "" {
+		d.neg = false
+	}
+	return d, true
+}
+
+func (d decimal) compare(e decimal) int {
+	if d.neg != e.neg {
+		if d.neg {
+			return -1
+		}
+		return 1
+	}
+	r := cmp.Compare(len(d.intPart), len(e.intPart))
+	if r == 0 {
+		r = strings.Compare(d.intPart, e.intPart)
+	}
+	if r == 0 {
+		r = strings.Compare(d.fracDigits, e.fracDigits)
+	}
+	if d.neg {
+		r = -r
+	}
+	return r
+}
+
+// String returns the canonical form: equal numbers, equal strings.
+func (d decimal) String() string {
+	s := d.intPart
+	if s == "" {
+		s = "0"
+	}
+	if d.fracDigits != "" {
+		s += "." + d.fracDigits
+	}
+	if d.neg {
+		s = "-" + s
+	}
+	return s
 }

@@ -28,15 +28,20 @@ type LSN [Size]byte
 // where SQL Server's increment and decrement functions have no answer.
 var ErrOutOfRange = errors.New("lsn: out of range")
 
-// Max is the largest LSN, 0xFFFFFFFFFFFFFFFFFFFF.
+// Max is the largest LSN, 0xFFFFFFFFFFFFFFFFFFFF. It is a variable only
+// because Go has no array constants: never assign to it (this package does
+// not read it).
 var Max = LSN{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 
 // SyntaxError reports text that is not an LSN. It quotes the input.
 type SyntaxError struct {
-	Input  string
+	// Input is the text as given.
+	Input string
+	// Reason says what is wrong with it.
 	Reason string
 }
 
+// Error returns "lsn: cannot parse <quoted input>: <reason>".
 func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("lsn: cannot parse %q: %s", e.Input, e.Reason)
 }
@@ -57,7 +62,7 @@ func Parse(s string) (LSN, error) {
 		t = t[2:]
 	}
 	if len(t) != 2*Size {
-		return l, &SyntaxError{Input: s, Reason: fmt.Sprintf("want %d hex digits, have %d characters", 2*Size, len(t))}
+		return l, &SyntaxError{Input: s, Reason: fmt.Sprintf("want %d hex digits, have %d bytes", 2*Size, len(t))}
 	}
 	for i := 0; i < len(t); i++ {
 		if !isHex(t[i]) {
@@ -126,7 +131,7 @@ func (l LSN) Next() (LSN, error) {
 			return l, nil
 		}
 	}
-	return LSN{}, fmt.Errorf("%w: no LSN after %s", ErrOutOfRange, Max)
+	return LSN{}, fmt.Errorf("%w: no LSN after 0xFFFFFFFFFFFFFFFFFFFF", ErrOutOfRange)
 }
 
 // Prev returns the LSN before l, as sys.fn_cdc_decrement_lsn does, borrowing
@@ -183,7 +188,9 @@ func (l LSN) Value() (driver.Value, error) { return l.Bytes(), nil }
 // NullLSN is an LSN that may be NULL, as fn_cdc_get_min_lsn returns for a
 // capture instance the capture job has not reached yet.
 type NullLSN struct {
-	LSN   LSN
+	// LSN is the value when Valid.
+	LSN LSN
+	// Valid is false for NULL (and for the all-zero LSN when scanned).
 	Valid bool
 }
 
@@ -195,6 +202,7 @@ func (n *NullLSN) Scan(src any) error {
 		return nil
 	}
 	if err := n.LSN.Scan(src); err != nil {
+		*n = NullLSN{}
 		return err
 	}
 	n.Valid = !n.LSN.IsZero()

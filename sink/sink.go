@@ -100,7 +100,9 @@ type Sink interface {
 	// instance wins). If the sink's newest whole snapshot of the capture
 	// instance (ignoring case) is no longer info.Replaces (the zero LSN:
 	// none), another writer landed meanwhile: it returns that snapshot and an
-	// error wrapping ErrSnapshotExists, and commits nothing.
+	// error wrapping ErrSnapshotExists, and commits nothing. Parts whose
+	// PlanID is not info.PlanID, duplicate partitions and missing ones are
+	// refused with an error that names them.
 	CommitSnapshot(ctx context.Context, info Info, parts []Part) (Snapshot, error)
 }
 
