@@ -1,6 +1,7 @@
 package source
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -126,7 +127,7 @@ func ParseType(decl string) (Column, error) {
 		if hasArgs {
 			return c, fmt.Errorf("type %q takes no arguments", decl)
 		}
-		if _, ok := fixedTypes[c.Type]; !ok {
+		if _, known := fixedType(c.Type); !known {
 			return c, fmt.Errorf("type %q: %w", decl, ErrUnsupportedType)
 		}
 	}
@@ -135,36 +136,46 @@ func ParseType(decl string) (Column, error) {
 
 // ErrUnsupportedType is wrapped by errors for a SQL Server type cdcsnap
 // cannot carry (sql_variant) or does not know.
-var ErrUnsupportedType = fmt.Errorf("unsupported SQL Server type")
+var ErrUnsupportedType = errors.New("unsupported SQL Server type")
 
-// fixedTypes are the types without arguments, with their Arrow mapping.
-var fixedTypes = map[string]func() arrow.DataType{
-	"bit":              func() arrow.DataType { return arrow.FixedWidthTypes.Boolean },
-	"tinyint":          func() arrow.DataType { return arrow.PrimitiveTypes.Int16 },
-	"smallint":         func() arrow.DataType { return arrow.PrimitiveTypes.Int16 },
-	"int":              func() arrow.DataType { return arrow.PrimitiveTypes.Int32 },
-	"bigint":           func() arrow.DataType { return arrow.PrimitiveTypes.Int64 },
-	"money":            func() arrow.DataType { return &arrow.Decimal128Type{Precision: 19, Scale: 4} },
-	"smallmoney":       func() arrow.DataType { return &arrow.Decimal128Type{Precision: 10, Scale: 4} },
-	"float":            func() arrow.DataType { return arrow.PrimitiveTypes.Float64 },
-	"real":             func() arrow.DataType { return arrow.PrimitiveTypes.Float32 },
-	"date":             func() arrow.DataType { return arrow.FixedWidthTypes.Date32 },
-	"datetime":         timestampUTC,
-	"smalldatetime":    timestampUTC,
-	"uniqueidentifier": func() arrow.DataType { return arrow.BinaryTypes.String },
-	"text":             func() arrow.DataType { return arrow.BinaryTypes.String },
-	"ntext":            func() arrow.DataType { return arrow.BinaryTypes.String },
-	"xml":              func() arrow.DataType { return arrow.BinaryTypes.String },
-	"image":            func() arrow.DataType { return arrow.BinaryTypes.Binary },
-	"rowversion":       func() arrow.DataType { return arrow.BinaryTypes.Binary },
-	"timestamp":        func() arrow.DataType { return arrow.BinaryTypes.Binary },
-	"hierarchyid":      func() arrow.DataType { return arrow.BinaryTypes.Binary },
-	"geometry":         func() arrow.DataType { return arrow.BinaryTypes.Binary },
-	"geography":        func() arrow.DataType { return arrow.BinaryTypes.Binary },
-	"sql_variant":      nil,
+// fixedType returns the Arrow type of a SQL Server type that takes no
+// arguments; known is false for a type cdcsnap does not know, and t is nil
+// with known true for one it cannot carry (sql_variant).
+func fixedType(name string) (t arrow.DataType, known bool) {
+	switch name {
+	case "bit":
+		return arrow.FixedWidthTypes.Boolean, true
+	case "tinyint", "smallint":
+		return arrow.PrimitiveTypes.Int16, true // Delta has no unsigned byte
+	case "int":
+		return arrow.PrimitiveTypes.Int32, true
+	case "bigint":
+		return arrow.PrimitiveTypes.Int64, true
+	case "money":
+		return &arrow.Decimal128Type{Precision: 19, Scale: 4}, true
+	case "smallmoney":
+		return &arrow.Decimal128Type{Precision: 10, Scale: 4}, true
+	case "float":
+		return arrow.PrimitiveTypes.Float64, true
+	case "real":
+		return arrow.PrimitiveTypes.Float32, true
+	case "date":
+		return arrow.FixedWidthTypes.Date32, true
+	case "datetime", "smalldatetime":
+		return timestampUTC(), true
+	case "uniqueidentifier", "text", "ntext", "xml":
+		return arrow.BinaryTypes.String, true
+	case "image", "rowversion", "timestamp", "hierarchyid", "geometry", "geography":
+		return arrow.BinaryTypes.Binary, true
+	case "sql_variant":
+		return nil, true
+	}
+	return nil, false
 }
 
-func timestampUTC() arrow.DataType { return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"} }
+func timestampUTC() arrow.DataType {
+	return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+}
 
 // ArrowType maps the column's SQL Server type to the Arrow type a source
 // produces and a sink stores:
@@ -193,11 +204,11 @@ func (c Column) ArrowType() (arrow.DataType, error) {
 	case "datetime2", "datetimeoffset":
 		return timestampUTC(), nil
 	}
-	f, ok := fixedTypes[c.Type]
-	if !ok || f == nil {
+	t, _ := fixedType(c.Type)
+	if t == nil {
 		return nil, fmt.Errorf("column %q: type %s: %w", c.Name, c.Declared(), ErrUnsupportedType)
 	}
-	return f(), nil
+	return t, nil
 }
 
 // KeyColumn describes the column as a key column for planning.

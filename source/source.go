@@ -182,8 +182,10 @@ type Source interface {
 	// until the capture job reaches its start_lsn.
 	MinLSN(ctx context.Context, ci string) (lsn.LSN, bool, error)
 
-	// LSNTime returns sys.fn_cdc_map_lsn_to_time(l) in UTC: the commit time
-	// of the highest LSN at or below l that has a commit (zero time when none).
+	// LSNTime returns sys.fn_cdc_map_lsn_to_time(l) as an instant in UTC:
+	// the commit time of the highest LSN at or below l that has a commit
+	// (zero time when none). SQL Server returns the server's local wall
+	// clock; a source converts it from the zone it was configured with.
 	LSNTime(ctx context.Context, l lsn.LSN) (time.Time, error)
 
 	// IntKeyBounds returns MIN and MAX of the single integer key column of
@@ -207,8 +209,11 @@ type Source interface {
 
 	// ReadChanges streams the changes of ci with from <= __$start_lsn <= to,
 	// in ChangeSchema(ci.Columns), ordered by (__$start_lsn, __$command_id,
-	// __$seqval, __$operation), with updates as before (3) and after (4)
-	// images. from below the instance's minimum LSN is a *DataLossError;
-	// an empty interval (from > to) is an empty reader.
+	// __$seqval, __$operation) (a source that cannot read __$command_id,
+	// such as cdc.fn_cdc_get_all_changes_<ci>, leaves it NULL and orders by
+	// the rest), with updates as before (3) and after (4) images. from below
+	// the instance's minimum LSN is a *DataLossError; an empty interval
+	// (from > to), or an instance whose minimum LSN is still NULL, is an
+	// empty reader.
 	ReadChanges(ctx context.Context, ci *CaptureInstance, from, to lsn.LSN) (array.RecordReader, error)
 }

@@ -1,0 +1,115 @@
+package source_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/source"
+)
+
+func TestResolve(t *testing.T) {
+	names := []string{"dbo_Orders", "dbo_ORDERS", "sales_items"}
+	for _, tc := range []struct {
+		name, want, err string
+	}{
+		{name: "dbo_Orders", want: "dbo_Orders"},
+		{name: "dbo_ORDERS", want: "dbo_ORDERS"},
+		{name: "SALES_ITEMS", want: "sales_items"},
+		{name: "Dbo_orders", err: `"Dbo_orders" is ambiguous: it matches dbo_Orders and dbo_ORDERS`},
+		{name: "dbo_missing", err: "dbo_Orders, dbo_ORDERS, sales_items"},
+	} {
+		got, err := source.Resolve(tc.name, names)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("Resolve(%q) = %q, %v; want an error containing %q", tc.name, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("Resolve(%q) = %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+	}
+	_, err := source.Resolve("x", nil)
+	var nf *source.NotFoundError
+	if !errors.As(err, &nf) || !errors.Is(err, source.ErrNotFound) {
+		t.Errorf("Resolve in an empty database: %v, want a NotFoundError", err)
+	}
+	_, err = source.Resolve("dbo_orders", names)
+	var amb *source.AmbiguousError
+	if !errors.As(err, &amb) || len(amb.Matches) != 2 {
+		t.Errorf("ambiguous: %v", err)
+	}
+}
+
+func TestParseTypeAndMapping(t *testing.T) {
+	for _, tc := range []struct {
+		decl, declared, arrow string
+		kind                  keyrange.Kind
+	}{
+		{"varchar(20)", "varchar(20)", "utf8", keyrange.KindString},
+		{"NVARCHAR(MAX)", "nvarchar(max)", "utf8", keyrange.KindString},
+		{"varchar", "varchar(1)", "utf8", keyrange.KindString},
+		{"decimal(18, 4)", "decimal(18,4)", "decimal(18, 4)", keyrange.KindDecimal},
+		{"numeric", "numeric(18,0)", "decimal(18, 0)", keyrange.KindDecimal},
+		{"money", "money", "decimal(19, 4)", keyrange.KindDecimal},
+		{"datetime2", "datetime2(7)", "timestamp[us, tz=UTC]", keyrange.KindDateTime},
+		{"datetimeoffset(3)", "datetimeoffset(3)", "timestamp[us, tz=UTC]", keyrange.KindDateTimeOffset},
+		{"time(0)", "time(0)", "utf8", keyrange.KindTime},
+		{"tinyint", "tinyint", "int16", keyrange.KindInt},
+		{"bigint", "bigint", "int64", keyrange.KindInt},
+		{"uniqueidentifier", "uniqueidentifier", "utf8", keyrange.KindUUID},
+		{"varbinary(max)", "varbinary(max)", "binary", keyrange.KindBytes},
+		{"rowversion", "rowversion", "binary", keyrange.KindUnsupported},
+		{"geography", "geography", "binary", keyrange.KindUnsupported},
+		{"date", "date", "date32", keyrange.KindDate},
+	} {
+		c, err := source.ParseType(tc.decl)
+		if err != nil {
+			t.Errorf("ParseType(%q): %v", tc.decl, err)
+			continue
+		}
+		c.Name = "c"
+		if got := c.Declared(); got != tc.declared {
+			t.Errorf("ParseType(%q).Declared() = %q, want %q", tc.decl, got, tc.declared)
+		}
+		at, err := c.ArrowType()
+		if err != nil || at.String() != tc.arrow {
+			t.Errorf("ArrowType(%q) = %v, %v; want %s", tc.decl, at, err, tc.arrow)
+		}
+		if k := c.KeyColumn().Kind; k != tc.kind {
+			t.Errorf("KeyColumn(%q).Kind = %s, want %s", tc.decl, k, tc.kind)
+		}
+	}
+	for _, bad := range []string{"varchar(x)", "char(max)", "decimal(40,2)", "decimal(5,6)", "datetime2(8)", "int(4)", "frobnicate", "varchar(20"} {
+		if c, err := source.ParseType(bad); err == nil {
+			t.Errorf("ParseType(%q) = %+v, want an error", bad, c)
+		}
+	}
+	v, err := source.ParseType("sql_variant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.ArrowType(); !errors.Is(err, source.ErrUnsupportedType) {
+		t.Errorf("sql_variant: %v, want ErrUnsupportedType", err)
+	}
+}
+
+func TestChangeSchema(t *testing.T) {
+	s, err := source.ChangeSchema([]source.Column{{Name: "id", Type: "int"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"id", source.ColOperation, source.ColStartLSN, source.ColSeqval, source.ColCommandID, source.ColCommitTS}
+	for i, f := range s.Fields() {
+		if f.Name != want[i] {
+			t.Fatalf("field %d is %q, want %q", i, f.Name, want[i])
+		}
+	}
+	if !arrow.TypeEqual(s.Field(5).Type, &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}) {
+		t.Fatalf("_commit_ts is %s", s.Field(5).Type)
+	}
+}

@@ -1,0 +1,290 @@
+package sqlserver
+
+import (
+	"encoding/hex"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+
+	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/lsn"
+	"github.com/cdcsnap/cdcsnap/source"
+)
+
+// driverRow holds, per SQL type, a value of exactly the Go type go-mssqldb
+// v1.11.2 returns for it (types.go: readFixedType, readByteLenType,
+// readPLPType, decodeMoney, decodeDecimal, decodeGuid, decodeDateTime2,
+// decodeDateTimeOffset, decodeTime, decodeChar, decodeNChar, decodeXml,
+// decodeUdt), and the Arrow value it must become.
+type driverCase struct {
+	decl string
+	in   any    // driver value
+	want string // Arrow value as array.ValueStr renders it
+}
+
+var sqlServerGUID = []byte{0xff, 0x19, 0x96, 0x6f, 0x86, 0x8b, 0x11, 0xd0, 0xb4, 0x2d, 0x00, 0xc0, 0x4f, 0xc9, 0x64, 0xff}
+
+func driverCases() []driverCase {
+	athens := time.FixedZone("", 2*3600)
+	return []driverCase{
+		{"tinyint", int64(255), "255"},
+		{"smallint", int64(-32768), "-32768"},
+		{"int", int64(2147483647), "2147483647"},
+		{"bigint", int64(-9223372036854775808), "-9223372036854775808"},
+		{"bit", true, "true"},
+		{"decimal(38,10)", []byte("-1234567890123456789012345678.0123456789"), "-1234567890123456789012345678.0123456789"},
+		{"decimal(18,4)", []byte("0.0001"), "0.0001"},
+		{"numeric(5,0)", []byte("-99999"), "-99999"},
+		{"money", []byte("922337203685477.5807"), "922337203685477.5807"},
+		{"money", []byte("-0.0001"), "-0.0001"},
+		{"smallmoney", []byte("-214748.3648"), "-214748.3648"},
+		{"float", 0.1, "0.1"},
+		{"real", float64(float32(0.1)), "0.1"},
+		{"date", time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), "0001-01-01"},
+		{"date", time.Date(2024, 2, 29, 0, 0, 0, 0, time.UTC), "2024-02-29"},
+		{"time(0)", time.Date(1, 1, 1, 23, 59, 59, 0, time.UTC), "23:59:59"},
+		{"time(3)", time.Date(1, 1, 1, 13, 4, 5, 123000000, time.UTC), "13:04:05.123"},
+		{"time(7)", time.Date(1, 1, 1, 0, 0, 0, 100, time.UTC), "00:00:00.0000001"},
+		{"datetime", time.Date(2024, 1, 2, 3, 4, 5, 997000000, time.UTC), "2024-01-02 03:04:05.997Z"},
+		{"smalldatetime", time.Date(2079, 6, 6, 23, 59, 0, 0, time.UTC), "2079-06-06 23:59:00Z"},
+		{"datetime2(7)", time.Date(2024, 3, 1, 12, 0, 0, 123456789/100*100, time.UTC), "2024-03-01 12:00:00.123456Z"},
+		{"datetime2(7)", time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), "0001-01-01 00:00:00Z"},
+		{"datetime2(7)", time.Date(9999, 12, 31, 23, 59, 59, 999999900, time.UTC), "9999-12-31 23:59:59.999999Z"},
+		// The DSN's "timezone" setting makes the driver return the stored wall
+		// clock in another location: the wall clock is what counts.
+		{"datetime2(3)", time.Date(2024, 3, 1, 12, 0, 0, 5000000, athens), "2024-03-01 12:00:00.005Z"},
+		{"datetimeoffset(7)", time.Date(2024, 3, 1, 12, 0, 0, 100, athens), "2024-03-01 10:00:00Z"},
+		{"char(3)", "ab ", "ab "},
+		{"varchar(20)", "Δέλτα", "Δέλτα"},
+		{"nvarchar(max)", "ключ ]] 'x'", "ключ ]] 'x'"},
+		{"nchar(2)", "ü ", "ü "},
+		{"text", "old", "old"},
+		{"ntext", "óld", "óld"},
+		{"xml", "<a b=\"1\"/>", "<a b=\"1\"/>"},
+		{"binary(4)", []byte{0, 1, 2, 255}, "000102ff"},
+		{"varbinary(max)", []byte{}, ""},
+		{"image", []byte{0xca, 0xfe}, "cafe"},
+		{"timestamp", []byte{0, 0, 0, 0, 0, 0, 7, 0xd1}, "00000000000007d1"},
+		{"uniqueidentifier", sqlServerGUID, "6f9619ff-8b86-d011-b42d-00c04fc964ff"},
+		{"hierarchyid", []byte{0x58}, "58"},
+		{"geography", []byte{0xe6, 0x10, 0, 0, 1, 0x0c}, "e6100000010c"},
+	}
+}
+
+func TestRowPathEveryType(t *testing.T) {
+	for _, tc := range driverCases() {
+		c, err := source.ParseType(tc.decl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Name, c.Nullable = "c", true
+		d, err := newTableDecoder([]source.Column{c}, decodeOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.decl, err)
+		}
+		if err := d.Append([]any{tc.in}); err != nil {
+			t.Fatalf("%s: %v", tc.decl, err)
+		}
+		if err := d.Append([]any{nil}); err != nil {
+			t.Fatalf("%s NULL: %v", tc.decl, err)
+		}
+		rec := d.Flush()
+		col := rec.Column(0)
+		got := col.ValueStr(0)
+		if b, ok := col.(*array.Binary); ok {
+			got = hex.EncodeToString(b.Value(0))
+		}
+		if ts, ok := col.(*array.Timestamp); ok {
+			got = ts.Value(0).ToTime(arrow.Microsecond).Format("2006-01-02 15:04:05.999999Z")
+		}
+		if got != tc.want {
+			t.Errorf("%s: %T %v became %q, want %q", tc.decl, tc.in, tc.in, got, tc.want)
+		}
+		if !col.IsNull(1) {
+			t.Errorf("%s: NULL not kept", tc.decl)
+		}
+		rec.Release()
+		d.Release()
+	}
+}
+
+func TestRowPathRejectsWrongDriverTypes(t *testing.T) {
+	for _, tc := range []struct {
+		decl string
+		in   any
+	}{
+		{"decimal(18,4)", 1.5},               // never via float64
+		{"decimal(18,4)", []byte("1.23456")}, // more digits than the scale
+		{"decimal(4,0)", []byte("12345")},    // beyond the precision
+		{"money", []byte("1e5")},
+		{"uniqueidentifier", "6f9619ff-8b86-d011-b42d-00c04fc964ff"},
+		{"uniqueidentifier", []byte{1, 2, 3}},
+		{"tinyint", int64(1 << 20)},
+		{"int", "1"},
+		{"datetime2(7)", "2024-01-01"},
+		{"nvarchar(10)", []byte("x")},
+	} {
+		c, _ := source.ParseType(tc.decl)
+		c.Name = "c"
+		d, err := newTableDecoder([]source.Column{c}, decodeOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Append([]any{tc.in}); err == nil {
+			t.Errorf("%s: %T %v accepted", tc.decl, tc.in, tc.in)
+		} else if !strings.Contains(err.Error(), `"c"`) {
+			t.Errorf("%s: error does not name the column: %v", tc.decl, err)
+		}
+		d.Release()
+	}
+}
+
+func TestSQLVariantIsAClearError(t *testing.T) {
+	_, err := newTableDecoder([]source.Column{{Name: "v", Type: "sql_variant"}}, decodeOptions{})
+	if err == nil || !strings.Contains(err.Error(), "sql_variant") {
+		t.Fatalf("sql_variant: %v", err)
+	}
+}
+
+func TestGUIDConversionOption(t *testing.T) {
+	u, _ := keyrange.ParseUUID("6f9619ff-8b86-d011-b42d-00c04fc964ff")
+	got, err := uuidFromDriver(u[:], true)
+	if err != nil || got != u {
+		t.Fatalf("guid conversion=true: %v %v", got, err)
+	}
+	got, err = uuidFromDriver(sqlServerGUID, false)
+	if err != nil || got != u {
+		t.Fatalf("default: %v %v", got, err)
+	}
+}
+
+func TestDecimalExact(t *testing.T) {
+	n, err := decimalToNum("-1234567890123456789012345678.0123456789", 38, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := decimal128.FromString("-12345678901234567890123456780123456789", 38, 0)
+	if n != want {
+		t.Fatalf("got %v want %v", n, want)
+	}
+	if _, err := decimalToNum("99999999999999999999999999999999999999", 38, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := decimalToNum("100000000000000000000000000000000000000", 38, 0); err == nil {
+		t.Fatal("39 digits fit decimal(38,0)")
+	}
+	for _, bad := range []string{"", "-", ".", "1.2.3", "1e3", " 1", "0x10", "+-1", "１"} {
+		if _, _, err := parseDecimalText(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+func TestTimeText(t *testing.T) {
+	tm := time.Date(1, 1, 1, 9, 8, 7, 123456700, time.UTC)
+	for scale, want := range []string{"09:08:07", "09:08:07.1", "09:08:07.12", "09:08:07.123", "09:08:07.1234", "09:08:07.12345", "09:08:07.123456", "09:08:07.1234567"} {
+		if got := formatTimeText(tm, scale); got != want {
+			t.Errorf("scale %d: %q want %q", scale, got, want)
+		}
+		back, err := parseTimeText(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if formatTimeText(back, scale) != want {
+			t.Errorf("round trip of %q", want)
+		}
+	}
+}
+
+func TestKeyValues(t *testing.T) {
+	cases := []struct {
+		decl string
+		in   any
+		want any
+	}{
+		{"int", int64(5), int64(5)},
+		{"decimal(10,2)", []byte("-1.50"), keyrange.Decimal("-1.50")},
+		{"money", []byte("1.0000"), keyrange.Decimal("1.0000")},
+		{"varchar(5)", "Ab", "Ab"},
+		{"uniqueidentifier", sqlServerGUID, func() any { u, _ := keyrange.ParseUUID("6f9619ff-8b86-d011-b42d-00c04fc964ff"); return u }()},
+		{"datetime2(7)", time.Date(2024, 1, 1, 0, 0, 0, 100, time.FixedZone("", 3600)), time.Date(2024, 1, 1, 0, 0, 0, 100, time.UTC)},
+		{"date", time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"time(7)", time.Date(1, 1, 1, 1, 2, 3, 400, time.UTC), time.Date(1, 1, 1, 1, 2, 3, 400, time.UTC)},
+		{"bit", false, false},
+		{"binary(2)", []byte{1, 2}, []byte{1, 2}},
+		{"float", 2.5, 2.5},
+	}
+	for _, tc := range cases {
+		c, _ := source.ParseType(tc.decl)
+		c.Name = "k"
+		got, err := keyValue(c, tc.in, false)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.decl, err)
+		}
+		cmp, err := keyrange.Compare(c.KeyColumn(), got, tc.want)
+		if err != nil || cmp != 0 {
+			t.Errorf("%s: got %#v want %#v (%v)", tc.decl, got, tc.want, err)
+		}
+		// Every key value binds back as a bound.
+		if _, _, err := boundExpr(withCollation(c), got, "@p1"); err != nil {
+			t.Errorf("%s: bound: %v", tc.decl, err)
+		}
+	}
+}
+
+func withCollation(c source.Column) source.Column {
+	if c.Type == "varchar" || c.Type == "char" {
+		c.Collation = "Latin1_General_CI_AS"
+	}
+	return c
+}
+
+func TestChangeRows(t *testing.T) {
+	cols := []source.Column{{Name: "id", Type: "int"}, {Name: "amount", Type: "money", Nullable: true}}
+	d, err := newChangeDecoder(cols, decodeOptions{serverTZ: time.FixedZone("BRT", -3*3600)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Release()
+	l1 := mustLSN("0x0000002A00000F380003")
+	s1 := mustLSN("0x0000002A00000F380002")
+	commit := time.Date(2024, 5, 1, 9, 0, 0, 3000000, time.UTC) // server local (BRT) wall clock
+	for _, op := range []int64{3, 4} {
+		if err := d.Append([]any{l1.Bytes(), s1.Bytes(), op, int64(7), []byte("1.5000"), commit}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := d.Flush()
+	defer rec.Release()
+	want, _ := source.ChangeSchema(cols)
+	if !rec.Schema().Equal(want) {
+		t.Fatalf("schema %v want %v", rec.Schema(), want)
+	}
+	if got := rec.Column(3).ValueStr(0); got != l1.String() {
+		t.Errorf("_start_lsn %q", got)
+	}
+	if got := rec.Column(4).ValueStr(1); got != s1.String() {
+		t.Errorf("_seqval %q", got)
+	}
+	if got := rec.Column(2).(*array.Int32).Value(1); got != 4 {
+		t.Errorf("_operation %d", got)
+	}
+	if !rec.Column(5).IsNull(0) {
+		t.Errorf("_command_id not NULL")
+	}
+	ts := rec.Column(6).(*array.Timestamp).Value(0).ToTime(arrow.Microsecond)
+	if !ts.Equal(time.Date(2024, 5, 1, 12, 0, 0, 3000000, time.UTC)) {
+		t.Errorf("_commit_ts %v", ts)
+	}
+	if err := d.Append([]any{l1.Bytes(), s1.Bytes(), int64(9), int64(7), nil, commit}); err == nil {
+		t.Errorf("operation 9 accepted")
+	}
+	var zero lsn.LSN
+	if err := d.Append([]any{zero.Bytes()[:4], s1.Bytes(), int64(1), int64(7), nil, commit}); err == nil {
+		t.Errorf("short LSN accepted")
+	}
+}

@@ -1,0 +1,44 @@
+package sqlserver_test
+
+import (
+	"fmt"
+
+	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/source"
+	"github.com/cdcsnap/cdcsnap/source/sqlserver"
+)
+
+// Statements are built without a server: here the read of one range of a
+// table keyed by a Greek_CI_AS varchar column and an integer.
+func Example() {
+	ci := &source.CaptureInstance{
+		Name: "dbo_snap_greek", SourceSchema: "dbo", SourceTable: "snap_greek",
+		Key: []string{"name", "id"},
+		Columns: []source.Column{
+			{Name: "name", Type: "varchar", Length: 20, Collation: "Greek_CI_AS"},
+			{Name: "id", Type: "int"},
+		},
+	}
+	r := keyrange.Range{Lower: keyrange.Tuple{"Άλφα", int64(1)}, Upper: keyrange.Tuple{"Δέλτα", int64(7)}}
+	st, err := sqlserver.ReadRangeStatement(ci, r)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(st.SQL)
+	for i, a := range st.Args {
+		fmt.Printf("@p%d = %v\n", i+1, a)
+	}
+	fmt.Println(sqlserver.RedactDSN("sqlserver://cdc:S3cret@db:1433?database=shop"))
+	// Output:
+	// SELECT [name], [id] FROM [dbo].[snap_greek] WHERE [name] = CAST(@p1 COLLATE Greek_CI_AS AS varchar(20)) AND [id] >= CAST(@p2 AS int) AND (([name] < CAST(@p3 COLLATE Greek_CI_AS AS varchar(20))) OR ([name] = CAST(@p3 COLLATE Greek_CI_AS AS varchar(20)) AND [id] < CAST(@p4 AS int)))
+	// UNION ALL
+	// SELECT [name], [id] FROM [dbo].[snap_greek] WHERE [name] > CAST(@p1 COLLATE Greek_CI_AS AS varchar(20)) AND [name] < CAST(@p3 COLLATE Greek_CI_AS AS varchar(20))
+	// UNION ALL
+	// SELECT [name], [id] FROM [dbo].[snap_greek] WHERE [name] = CAST(@p3 COLLATE Greek_CI_AS AS varchar(20)) AND [id] < CAST(@p4 AS int) AND [name] > CAST(@p1 COLLATE Greek_CI_AS AS varchar(20))
+	// @p1 = Άλφα
+	// @p2 = 1
+	// @p3 = Δέλτα
+	// @p4 = 7
+	// sqlserver://cdc:xxxxx@db:1433?database=shop
+}

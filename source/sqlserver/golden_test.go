@@ -1,0 +1,235 @@
+package sqlserver
+
+import (
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-sql/civil"
+	mssql "github.com/microsoft/go-mssqldb"
+
+	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/lsn"
+	"github.com/cdcsnap/cdcsnap/source"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// describeArg renders a parameter value with the SQL type go-mssqldb sends
+// it as.
+func describeArg(v any) string {
+	switch x := v.(type) {
+	case int64:
+		return fmt.Sprintf("bigint %d", x)
+	case bool:
+		return fmt.Sprintf("bit %t", x)
+	case float64:
+		return fmt.Sprintf("float %v", x)
+	case string:
+		return "nvarchar N'" + strings.ReplaceAll(x, "'", "''") + "'"
+	case []byte:
+		return "varbinary 0x" + strings.ToUpper(hex.EncodeToString(x))
+	case civil.Date:
+		return "date (civil.Date) " + x.String()
+	case civil.Time:
+		return "time(7) (civil.Time) " + x.String()
+	case civil.DateTime:
+		return "datetime2(7) (civil.DateTime) " + x.String()
+	case mssql.DateTimeOffset:
+		return "datetimeoffset(7) (mssql.DateTimeOffset) " + time.Time(x).Format(time.RFC3339Nano)
+	}
+	return fmt.Sprintf("%T %v", v, v)
+}
+
+type golden struct {
+	t  *testing.T
+	sb strings.Builder
+}
+
+func (g *golden) add(name string, st Stmt, err error) {
+	g.t.Helper()
+	if err != nil {
+		g.t.Fatalf("%s: %v", name, err)
+	}
+	fmt.Fprintf(&g.sb, "-- name: %s\n", name)
+	for i, a := range st.Args {
+		fmt.Fprintf(&g.sb, "-- @p%d = %s\n", i+1, describeArg(a))
+	}
+	g.sb.WriteString(st.SQL)
+	g.sb.WriteString(";\n\n")
+}
+
+func (g *golden) check(file string) {
+	g.t.Helper()
+	path := filepath.Join("testdata", file)
+	got := g.sb.String()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			g.t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		g.t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if string(want) != got {
+		g.t.Errorf("%s differs from the statements built now; run go test ./source/sqlserver -run Golden -update and review the diff.\n--- got ---\n%s", path, got)
+	}
+}
+
+func col(name, decl string, nullable bool, collation string) source.Column {
+	c, err := source.ParseType(decl)
+	if err != nil {
+		panic(err)
+	}
+	c.Name, c.Nullable, c.Collation = name, nullable, collation
+	return c
+}
+
+func ci(name, schema, table string, key []string, cols ...source.Column) *source.CaptureInstance {
+	return &source.CaptureInstance{Name: name, SourceSchema: schema, SourceTable: table, Key: key, Columns: cols}
+}
+
+// Test fixtures shared by the golden and unit tests.
+var (
+	ciInt = ci("dbo_orders", "dbo", "orders", []string{"id"},
+		col("id", "int", false, ""), col("amount", "decimal(18,4)", true, ""), col("note", "nvarchar(max)", true, "SQL_Latin1_General_CP1_CI_AS"))
+	ciComposite = ci("dbo_lines", "dbo", "lines", []string{"company", "id"},
+		col("company", "int", false, ""), col("id", "bigint", false, ""), col("qty", "int", true, ""))
+	ciGreek = ci("dbo_snap_greek", "dbo", "snap_greek", []string{"name"},
+		col("name", "varchar(20)", false, "Greek_CI_AS"), col("v", "int", true, ""))
+	ciNVarchar = ci("dbo_people", "dbo", "people", []string{"name"},
+		col("name", "nvarchar(50)", false, "Latin1_General_CI_AS"), col("v", "int", true, ""))
+	ciUUID = ci("dbo_docs", "dbo", "docs", []string{"id"},
+		col("id", "uniqueidentifier", false, ""), col("body", "xml", true, ""))
+	ciDT2 = ci("dbo_events", "dbo", "events", []string{"at"},
+		col("at", "datetime2(7)", false, ""), col("what", "varchar(100)", true, "Latin1_General_CI_AS"))
+	ciCase = ci("dbo_snap_case", "dbo", "snap_case", []string{"name", "id"},
+		col("name", "varchar(10)", false, "Latin1_General_CI_AS"), col("id", "int", false, ""))
+	ciAccent = ci("dbo_snap_accent", "dbo", "snap_accent", []string{"name", "id"},
+		col("name", "varchar(10)", false, "Latin1_General_CI_AI"), col("id", "int", false, ""))
+	ciNullable = ci("dbo_nk", "dbo", "nk", []string{"a", "b"},
+		col("a", "int", true, ""), col("b", "int", true, ""))
+	ciWeird = ci("sales ]x_Ördersё", "sales ]x", "Ördersё 'q\"", []string{"id ]]", "ключ"},
+		col("id ]]", "int", false, ""), col("ключ", "nchar(4)", false, "Cyrillic_General_CI_AS"), col("a b", "varchar(max)", true, "Latin1_General_CI_AS"))
+	ciKinds = ci("dbo_kinds", "dbo", "kinds", []string{"d", "m", "f", "r", "dt", "day", "tod", "dto", "bin", "bit", "sdt", "dtm"},
+		col("d", "numeric(10,3)", false, ""), col("m", "money", false, ""), col("f", "float", false, ""), col("r", "real", false, ""),
+		col("dt", "datetime2(3)", false, ""), col("day", "date", false, ""), col("tod", "time(7)", false, ""),
+		col("dto", "datetimeoffset(7)", false, ""), col("bin", "binary(16)", false, ""), col("bit", "bit", false, ""),
+		col("sdt", "smalldatetime", false, ""), col("dtm", "datetime", false, ""))
+)
+
+func mustLSN(s string) lsn.LSN {
+	l, err := lsn.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return l
+}
+
+func TestGoldenMetadata(t *testing.T) {
+	g := &golden{t: t}
+	g.add("cdc/help_change_data_capture", ListCaptureInstancesStatement(), nil)
+	g.add("cdc/get_captured_columns", CapturedColumnsStatement("dbo_orders"), nil)
+	g.add("sys.columns/collations", ColumnsStatement(245575913), nil)
+	g.add("cdc/max_lsn", MaxLSNStatement(), nil)
+	g.add("cdc/min_lsn", MinLSNStatement("dbo_Orders"), nil)
+	g.add("cdc/map_lsn_to_time", LSNTimeStatement(mustLSN("0x0000002A00000F380003")), nil)
+	g.add("isolation/read_committed", IsolationStatement(source.ReadCommitted), nil)
+	g.add("isolation/snapshot", IsolationStatement(source.Snapshot), nil)
+	g.add("isolation/reset", ResetIsolationStatement(), nil)
+	st, err := IntKeyBoundsStatement(ciInt)
+	g.add("minmax/int", st, err)
+	wk := ci("w", "we]ird", "t ab", []string{"ü]"}, col("ü]", "bigint", false, ""))
+	st, err = IntKeyBoundsStatement(wk)
+	g.add("minmax/weird_names", st, err)
+	st, err = RowCountStatement(ciInt)
+	g.add("spaceused/int", st, err)
+	st, err = RowCountStatement(ciWeird)
+	g.add("spaceused/weird_names", st, err)
+	st, err = ChangesStatement(ciInt, mustLSN("0x0000002A00000F380003"), mustLSN("0x0000002A00000F400001"))
+	g.add("changes/orders", st, err)
+	st, err = ChangesStatement(ciWeird, mustLSN("0x0000002A00000F380003"), mustLSN("0x0000002A00000F400001"))
+	g.add("changes/weird_names", st, err)
+	g.check("metadata.sql")
+}
+
+func TestGoldenPieces(t *testing.T) {
+	g := &golden{t: t}
+	read := func(name string, c *source.CaptureInstance, lo, hi keyrange.Tuple) {
+		t.Helper()
+		st, err := ReadRangeStatement(c, keyrange.Range{Lower: lo, Upper: hi})
+		g.add(name, st, err)
+	}
+	tup := func(v ...any) keyrange.Tuple { return keyrange.Tuple(v) }
+
+	read("int/whole", ciInt, nil, nil)
+	read("int/first", ciInt, nil, tup(int64(100)))
+	read("int/middle", ciInt, tup(int64(100)), tup(int64(200)))
+	read("int/last", ciInt, tup(int64(200)), nil)
+
+	read("composite/only", ciComposite, nil, nil)
+	read("composite/first", ciComposite, nil, tup(int64(3), int64(500)))
+	read("composite/middle", ciComposite, tup(int64(3), int64(500)), tup(int64(7), int64(20)))
+	read("composite/middle_one_company", ciComposite, tup(int64(3), int64(500)), tup(int64(3), int64(900)))
+	read("composite/last", ciComposite, tup(int64(7), int64(20)), nil)
+
+	read("varchar_greek/first", ciGreek, nil, tup("Δέλτα"))
+	read("varchar_greek/middle", ciGreek, tup("Δέλτα"), tup("Λάμδα"))
+	read("varchar_greek/last", ciGreek, tup("Λάμδα"), nil)
+
+	read("nvarchar/middle", ciNVarchar, tup("Ana"), tup("Zoë"))
+
+	u1, _ := keyrange.ParseUUID("6f9619ff-8b86-d011-b42d-00c04fc964ff")
+	u2, _ := keyrange.ParseUUID("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11")
+	read("uniqueidentifier/middle", ciUUID, tup(u1), tup(u2))
+
+	t1 := time.Date(2024, 3, 1, 12, 0, 0, 123456700, time.UTC)
+	t2 := time.Date(2024, 3, 1, 12, 0, 0, 123456800, time.UTC)
+	read("datetime2_7/middle", ciDT2, tup(t1), tup(t2))
+
+	// 'n' and 'N' are equal by keyrange.Compare under a _CI collation: one
+	// equality, no guard.
+	read("guard/case_insensitive_equal", ciCase, tup("n", int64(3)), tup("N", int64(5)))
+	// 'e' and 'é' differ in Go and by Compare, but are equal under an
+	// accent-insensitive collation: guards keep every row in one piece.
+	read("guard/accent_insensitive", ciAccent, tup("e", int64(3)), tup("é", int64(5)))
+	read("guard/three_groups", ciCase, tup("a", int64(5)), tup("m", int64(3)))
+
+	read("null/lower_null_leading", ciNullable, tup(nil, int64(5)), tup(int64(2), int64(1)))
+	read("null/both_null_trailing", ciNullable, tup(int64(1), nil), tup(int64(2), nil))
+	read("null/upper_null_leading", ciNullable, nil, tup(nil, int64(7)))
+	read("null/lower_all_null", ciNullable, tup(nil, nil), nil)
+
+	read("weird_names/middle", ciWeird, tup(int64(1), "жж"), tup(int64(2), "аб"))
+	g.check("pieces.sql")
+}
+
+func TestGoldenSeeks(t *testing.T) {
+	g := &golden{t: t}
+	seek := func(name string, c *source.CaptureInstance, from keyrange.Tuple, k int64) {
+		t.Helper()
+		st, err := SeekKeyStatement(c, from, k)
+		g.add(name, st, err)
+	}
+	tup := func(v ...any) keyrange.Tuple { return keyrange.Tuple(v) }
+	seek("composite/from_start", ciComposite, nil, 10000)
+	seek("composite/from_key", ciComposite, tup(int64(3), int64(500)), 10000)
+	seek("varchar_greek/from_key", ciGreek, tup("Δέλτα"), 3)
+	seek("nullable/from_null", ciNullable, tup(nil, int64(5)), 100)
+	seek("weird_names/from_key", ciWeird, tup(int64(1), "жж"), 2)
+	day := time.Date(2024, 2, 29, 0, 0, 0, 0, time.UTC)
+	tod := time.Date(1, 1, 1, 23, 59, 59, 999999900, time.UTC)
+	dto := time.Date(2024, 2, 29, 10, 0, 0, 100, time.FixedZone("", -3*3600))
+	seek("kinds/from_key", ciKinds, tup(keyrange.Decimal("-12.345"), keyrange.Decimal("922337203685477.5807"), 1.5, float64(float32(0.1)),
+		time.Date(2024, 2, 29, 10, 0, 0, 123000000, time.UTC), day, tod, dto,
+		[]byte{0xde, 0xad, 0xbe, 0xef, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, true,
+		time.Date(2024, 2, 29, 10, 1, 0, 0, time.UTC), time.Date(2024, 2, 29, 10, 0, 0, 3000000, time.UTC)), 50)
+	g.check("seeks.sql")
+}

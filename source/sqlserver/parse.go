@@ -1,0 +1,404 @@
+package sqlserver
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	mssql "github.com/microsoft/go-mssqldb"
+
+	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/lsn"
+	"github.com/cdcsnap/cdcsnap/source"
+)
+
+// resultSet is one result of a statement as driver values: column names
+// and rows, each row one value per column as go-mssqldb returns it.
+// Parsing functions take a resultSet so they run without a server.
+type resultSet struct {
+	Columns []string
+	Rows    [][]any
+}
+
+// col returns the index of the named column (case-insensitive), or an
+// error naming the statement.
+func (rs resultSet) col(what, name string) (int, error) {
+	for i, c := range rs.Columns {
+		if strings.EqualFold(c, name) {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("sqlserver: %s: result has no column %q (has %s)", what, name, strings.Join(rs.Columns, ", "))
+}
+
+func asString(what string, v any) (string, error) {
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case []byte:
+		return string(x), nil
+	case nil:
+		return "", nil
+	}
+	return "", fmt.Errorf("sqlserver: %s: want text, have %T", what, v)
+}
+
+func asInt(what string, v any) (int64, bool, error) {
+	switch x := v.(type) {
+	case nil:
+		return 0, false, nil
+	case int64:
+		return x, true, nil
+	case int32:
+		return int64(x), true, nil
+	case int:
+		return int64(x), true, nil
+	case string:
+		n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
+		if err != nil {
+			return 0, false, fmt.Errorf("sqlserver: %s: %w", what, err)
+		}
+		return n, true, nil
+	}
+	return 0, false, fmt.Errorf("sqlserver: %s: want an integer, have %T", what, v)
+}
+
+// captureRow is one row of sys.sp_cdc_help_change_data_capture.
+type captureRow struct {
+	Instance       source.CaptureInstance
+	SourceObjectID int64
+}
+
+// parseCaptureInstances reads the result of ListCaptureInstancesStatement:
+// name, source table, start_lsn (NULL until the instance has a low
+// endpoint: the zero LSN then), source_object_id and the key from
+// index_column_list.
+func parseCaptureInstances(rs resultSet) ([]captureRow, error) {
+	const what = "sp_cdc_help_change_data_capture"
+	idx := map[string]int{}
+	for _, n := range []string{"source_schema", "source_table", "capture_instance", "source_object_id", "start_lsn", "index_column_list"} {
+		i, err := rs.col(what, n)
+		if err != nil {
+			return nil, err
+		}
+		idx[n] = i
+	}
+	var out []captureRow
+	for r, row := range rs.Rows {
+		if len(row) != len(rs.Columns) {
+			return nil, fmt.Errorf("sqlserver: %s: row %d has %d values for %d columns", what, r, len(row), len(rs.Columns))
+		}
+		var c captureRow
+		var err error
+		if c.Instance.SourceSchema, err = asString(what+" source_schema", row[idx["source_schema"]]); err != nil {
+			return nil, err
+		}
+		if c.Instance.SourceTable, err = asString(what+" source_table", row[idx["source_table"]]); err != nil {
+			return nil, err
+		}
+		if c.Instance.Name, err = asString(what+" capture_instance", row[idx["capture_instance"]]); err != nil {
+			return nil, err
+		}
+		if c.SourceObjectID, _, err = asInt(what+" source_object_id", row[idx["source_object_id"]]); err != nil {
+			return nil, err
+		}
+		var start lsn.NullLSN
+		if err := start.Scan(row[idx["start_lsn"]]); err != nil {
+			return nil, fmt.Errorf("sqlserver: %s: start_lsn of %q: %w", what, c.Instance.Name, err)
+		}
+		c.Instance.StartLSN = start.LSN
+		list, err := asString(what+" index_column_list", row[idx["index_column_list"]])
+		if err != nil {
+			return nil, err
+		}
+		if c.Instance.Key, err = ParseQuotedList(list); err != nil {
+			return nil, fmt.Errorf("sqlserver: %s: index_column_list of %q: %w", what, c.Instance.Name, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// parseCapturedColumns reads the result of CapturedColumnsStatement into
+// columns in ordinal order, their types rebuilt from data_type,
+// character_maximum_length, numeric_precision, numeric_scale and
+// datetime_precision. Every column is nullable until sys.columns says
+// otherwise (see applyColumnInfo).
+func parseCapturedColumns(rs resultSet) ([]source.Column, error) {
+	const what = "sp_cdc_get_captured_columns"
+	idx := map[string]int{}
+	for _, n := range []string{"column_name", "ordinal_position", "data_type", "character_maximum_length", "numeric_precision", "numeric_scale", "datetime_precision"} {
+		i, err := rs.col(what, n)
+		if err != nil {
+			return nil, err
+		}
+		idx[n] = i
+	}
+	type ordered struct {
+		pos int64
+		col source.Column
+	}
+	var cols []ordered
+	for r, row := range rs.Rows {
+		if len(row) != len(rs.Columns) {
+			return nil, fmt.Errorf("sqlserver: %s: row %d has %d values for %d columns", what, r, len(row), len(rs.Columns))
+		}
+		name, err := asString(what, row[idx["column_name"]])
+		if err != nil {
+			return nil, err
+		}
+		typ, err := asString(what, row[idx["data_type"]])
+		if err != nil {
+			return nil, err
+		}
+		pos, _, err := asInt(what+" ordinal_position", row[idx["ordinal_position"]])
+		if err != nil {
+			return nil, err
+		}
+		length, hasLen, err := asInt(what+" character_maximum_length", row[idx["character_maximum_length"]])
+		if err != nil {
+			return nil, err
+		}
+		prec, _, err := asInt(what+" numeric_precision", row[idx["numeric_precision"]])
+		if err != nil {
+			return nil, err
+		}
+		scale, _, err := asInt(what+" numeric_scale", row[idx["numeric_scale"]])
+		if err != nil {
+			return nil, err
+		}
+		dtPrec, hasDT, err := asInt(what+" datetime_precision", row[idx["datetime_precision"]])
+		if err != nil {
+			return nil, err
+		}
+		c, err := columnFromMetadata(name, typ, length, hasLen, prec, scale, dtPrec, hasDT)
+		if err != nil {
+			return nil, fmt.Errorf("sqlserver: %s: %w", what, err)
+		}
+		cols = append(cols, ordered{pos, c})
+	}
+	// Stable insertion sort by ordinal: captured columns are few.
+	for i := 1; i < len(cols); i++ {
+		for j := i; j > 0 && cols[j].pos < cols[j-1].pos; j-- {
+			cols[j], cols[j-1] = cols[j-1], cols[j]
+		}
+	}
+	out := make([]source.Column, len(cols))
+	for i, c := range cols {
+		out[i] = c.col
+	}
+	return out, nil
+}
+
+// columnFromMetadata builds a column's type fields from the captured
+// column metadata. A type cdcsnap does not know is kept by name (its
+// ArrowType then reports source.ErrUnsupportedType when it is read).
+func columnFromMetadata(name, typ string, length int64, hasLen bool, prec, scale, dtPrec int64, hasDT bool) (source.Column, error) {
+	c := source.Column{Name: name, Type: strings.ToLower(strings.TrimSpace(typ)), Nullable: true}
+	switch c.Type {
+	case "char", "varchar", "nchar", "nvarchar", "binary", "varbinary":
+		if !hasLen {
+			return c, fmt.Errorf("column %q (%s): no length in the metadata", name, c.Type)
+		}
+		if length < -1 || length == 0 || length > 8000 {
+			return c, fmt.Errorf("column %q (%s): length %d out of range", name, c.Type, length)
+		}
+		c.Length = int(length)
+	case "decimal", "numeric":
+		if prec < 1 || prec > 38 || scale < 0 || scale > prec {
+			return c, fmt.Errorf("column %q: %s(%d,%d) out of range", name, c.Type, prec, scale)
+		}
+		c.Precision, c.Scale = int(prec), int(scale)
+	case "time", "datetime2", "datetimeoffset":
+		s := int64(7)
+		if hasDT {
+			s = dtPrec
+		}
+		if s < 0 || s > 7 {
+			return c, fmt.Errorf("column %q: %s scale %d out of range", name, c.Type, s)
+		}
+		c.Scale = int(s)
+	case "rowversion":
+		c.Type = "timestamp"
+	}
+	return c, nil
+}
+
+// applyColumnInfo sets the collation and nullability of cols from the
+// result of ColumnsStatement. Columns it does not list (the login cannot
+// see the table's columns) keep no collation, which keeps a char/varchar
+// key in one partition, and stay nullable.
+func applyColumnInfo(cols []source.Column, rs resultSet) ([]source.Column, error) {
+	const what = "sys.columns"
+	ni, err := rs.col(what, "name")
+	if err != nil {
+		return nil, err
+	}
+	ci, err := rs.col(what, "collation_name")
+	if err != nil {
+		return nil, err
+	}
+	nu, err := rs.col(what, "is_nullable")
+	if err != nil {
+		return nil, err
+	}
+	type info struct {
+		collation string
+		nullable  bool
+	}
+	byName := map[string]info{}
+	for _, row := range rs.Rows {
+		if len(row) != len(rs.Columns) {
+			return nil, fmt.Errorf("sqlserver: %s: row has %d values for %d columns", what, len(row), len(rs.Columns))
+		}
+		n, err := asString(what, row[ni])
+		if err != nil {
+			return nil, err
+		}
+		coll, err := asString(what, row[ci])
+		if err != nil {
+			return nil, err
+		}
+		if coll != "" && !ValidCollation(coll) {
+			return nil, fmt.Errorf("sqlserver: %s: column %q: collation %q is not a collation name", what, n, coll)
+		}
+		nullable, ok := row[nu].(bool)
+		if !ok {
+			return nil, fmt.Errorf("sqlserver: %s: is_nullable of %q: want bit, have %T", what, n, row[nu])
+		}
+		byName[n] = info{coll, nullable}
+	}
+	out := append([]source.Column(nil), cols...)
+	for i := range out {
+		if in, ok := byName[out[i].Name]; ok {
+			out[i].Collation = in.collation
+			out[i].Nullable = in.nullable
+		}
+	}
+	return out, nil
+}
+
+// single returns the only value of a one-row, one-column result.
+func single(what string, rs resultSet) (any, error) {
+	if len(rs.Rows) != 1 || len(rs.Rows[0]) != 1 {
+		return nil, fmt.Errorf("sqlserver: %s: want one value, have %d rows", what, len(rs.Rows))
+	}
+	return rs.Rows[0][0], nil
+}
+
+// parseLSN reads the result of MaxLSNStatement or MinLSNStatement: NULL
+// and the zero LSN are not Valid.
+func parseLSN(what string, rs resultSet) (lsn.NullLSN, error) {
+	v, err := single(what, rs)
+	if err != nil {
+		return lsn.NullLSN{}, err
+	}
+	var n lsn.NullLSN
+	if err := n.Scan(v); err != nil {
+		return lsn.NullLSN{}, fmt.Errorf("sqlserver: %s: %w", what, err)
+	}
+	return n, nil
+}
+
+// parseLSNTime reads the result of LSNTimeStatement: a datetime in the
+// server's local time zone loc (UTC when nil), returned in UTC; NULL is
+// the zero time.
+func parseLSNTime(rs resultSet, loc *time.Location) (time.Time, error) {
+	v, err := single("fn_cdc_map_lsn_to_time", rs)
+	if err != nil {
+		return time.Time{}, err
+	}
+	switch x := v.(type) {
+	case nil:
+		return time.Time{}, nil
+	case time.Time:
+		return serverTime(x, loc), nil
+	}
+	return time.Time{}, fmt.Errorf("sqlserver: fn_cdc_map_lsn_to_time: want datetime, have %T", v)
+}
+
+// parseIntKeyBounds reads the result of IntKeyBoundsStatement.
+func parseIntKeyBounds(rs resultSet) (min, max int64, ok bool, err error) {
+	if len(rs.Rows) != 1 || len(rs.Rows[0]) != 2 {
+		return 0, 0, false, fmt.Errorf("sqlserver: MIN/MAX: want one row of two values")
+	}
+	min, okMin, err := asInt("MIN", rs.Rows[0][0])
+	if err != nil {
+		return 0, 0, false, err
+	}
+	max, okMax, err := asInt("MAX", rs.Rows[0][1])
+	if err != nil {
+		return 0, 0, false, err
+	}
+	return min, max, okMin && okMax, nil
+}
+
+// parseSpaceUsed reads the rows column of sp_spaceused ("10000   ": text).
+func parseSpaceUsed(rs resultSet) (int64, error) {
+	i, err := rs.col("sp_spaceused", "rows")
+	if err != nil {
+		return 0, err
+	}
+	if len(rs.Rows) != 1 {
+		return 0, fmt.Errorf("sqlserver: sp_spaceused: want one row, have %d", len(rs.Rows))
+	}
+	s, err := asString("sp_spaceused rows", rs.Rows[0][i])
+	if err != nil {
+		if n, ok, err2 := asInt("sp_spaceused rows", rs.Rows[0][i]); err2 == nil && ok {
+			return n, nil
+		}
+		return 0, err
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("sqlserver: sp_spaceused: rows %q is not a count", s)
+	}
+	return n, nil
+}
+
+// parseSeekKey reads the result of SeekKeyStatement: one row of key values,
+// or none when fewer keys remain.
+func parseSeekKey(ci *source.CaptureInstance, rs resultSet, guidConversion bool) (keyrange.Tuple, bool, error) {
+	if len(rs.Rows) == 0 {
+		return nil, false, nil
+	}
+	if len(rs.Rows) > 1 {
+		return nil, false, fmt.Errorf("sqlserver: seek: want at most one row, have %d", len(rs.Rows))
+	}
+	row := rs.Rows[0]
+	if len(row) != len(ci.Key) {
+		return nil, false, fmt.Errorf("sqlserver: seek: row has %d values for %d key columns", len(row), len(ci.Key))
+	}
+	out := make(keyrange.Tuple, len(row))
+	for i, name := range ci.Key {
+		c, ok := ci.Column(name)
+		if !ok {
+			return nil, false, fmt.Errorf("sqlserver: key column %q is not captured", name)
+		}
+		v, err := keyValue(c, row[i], guidConversion)
+		if err != nil {
+			return nil, false, err
+		}
+		out[i] = v
+	}
+	return out, true, nil
+}
+
+// isServerError reports whether err carries SQL Server error number n.
+func isServerError(err error, n int32) bool {
+	var me mssql.Error
+	if !errors.As(err, &me) {
+		return false
+	}
+	if me.Number == n {
+		return true
+	}
+	for _, e := range me.All {
+		if e.Number == n {
+			return true
+		}
+	}
+	return false
+}

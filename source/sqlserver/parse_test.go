@@ -1,0 +1,112 @@
+package sqlserver
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	mssql "github.com/microsoft/go-mssqldb"
+
+	"github.com/cdcsnap/cdcsnap/source"
+)
+
+func TestParseCapturedColumnTypes(t *testing.T) {
+	rs := resultSet{Columns: capturedColumns}
+	add := func(name, typ string, length, prec, scale, dt any) {
+		rs.Rows = append(rs.Rows, []any{"dbo", "t", "dbo_t", name, int64(len(rs.Rows) + 1), int64(len(rs.Rows) + 1), typ, length, prec, int64(10), scale, dt})
+	}
+	add("a", "datetime2", nil, nil, nil, int64(3))
+	add("b", "nvarchar", int64(-1), nil, nil, nil)
+	add("c", "decimal", nil, int64(38), int64(10), nil)
+	add("d", "varbinary", int64(16), nil, nil, nil)
+	add("e", "time", nil, nil, nil, int64(0))
+	add("f", "datetimeoffset", nil, nil, nil, int64(7))
+	add("g", "timestamp", nil, nil, nil, nil)
+	add("h", "geography", int64(-1), nil, nil, nil)
+	cols, err := parseCapturedColumns(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cols {
+		got = append(got, c.Declared())
+	}
+	want := "datetime2(3) nvarchar(max) decimal(38,10) varbinary(16) time(0) datetimeoffset(7) timestamp geography"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("got %q want %q", strings.Join(got, " "), want)
+	}
+	rs.Rows = nil
+	add("x", "varchar", nil, nil, nil, nil)
+	if _, err := parseCapturedColumns(rs); err == nil {
+		t.Fatal("varchar without a length accepted")
+	}
+}
+
+func TestInlineTypeAllowlist(t *testing.T) {
+	ok := []source.Column{
+		{Type: "varchar", Length: 8000}, {Type: "varchar", Length: -1}, {Type: "nchar", Length: 4000},
+		{Type: "decimal", Precision: 38, Scale: 38}, {Type: "datetime2", Scale: 0}, {Type: "uniqueidentifier"},
+	}
+	for _, c := range ok {
+		if _, err := InlineType(c); err != nil {
+			t.Errorf("%s refused: %v", c.Declared(), err)
+		}
+	}
+	bad := []source.Column{
+		{Type: "varchar", Length: 0}, {Type: "char", Length: -1}, {Type: "nvarchar", Length: 4001},
+		{Type: "decimal", Precision: 39}, {Type: "time", Scale: 8}, {Type: "xml"}, {Type: "sql_variant"},
+		{Type: "int; DROP TABLE x"}, {Type: "geography"}, {Type: "varchar(20)"},
+	}
+	for _, c := range bad {
+		if d, err := InlineType(c); err == nil {
+			t.Errorf("%+v inlined as %q", c, d)
+		}
+	}
+	if _, err := InlineType(source.Column{Type: "xml"}); !errors.Is(err, source.ErrUnsupportedType) {
+		t.Errorf("xml: %v", err)
+	}
+	for _, c := range []string{"Greek_CI_AS", "Latin1_General_100_CI_AS_SC_UTF8"} {
+		if !ValidCollation(c) {
+			t.Errorf("%s refused", c)
+		}
+	}
+	for _, c := range []string{"", "Greek_CI_AS AS int", "[x]", "a-b", strings.Repeat("a", 129)} {
+		if ValidCollation(c) {
+			t.Errorf("%q accepted", c)
+		}
+	}
+}
+
+func TestVarcharBoundNeedsCollation(t *testing.T) {
+	c := source.Column{Name: "k", Type: "varchar", Length: 10}
+	if _, _, err := boundExpr(c, "a", "@p1"); err == nil || !strings.Contains(err.Error(), "collation") {
+		t.Fatalf("%v", err)
+	}
+}
+
+func TestParseSmallResults(t *testing.T) {
+	n, err := parseSpaceUsed(resultSet{Columns: []string{"name", "rows", "reserved", "data", "index_size", "unused"},
+		Rows: [][]any{{"orders", "10000               ", "2000 KB", "1000 KB", "16 KB", "984 KB"}}})
+	if err != nil || n != 10000 {
+		t.Fatalf("%d %v", n, err)
+	}
+	min, max, ok, err := parseIntKeyBounds(resultSet{Columns: []string{"min", "max"}, Rows: [][]any{{nil, nil}}})
+	if err != nil || ok || min != 0 || max != 0 {
+		t.Fatalf("empty table: %v %v", ok, err)
+	}
+	l, err := parseLSN("min", resultSet{Columns: []string{""}, Rows: [][]any{{make([]byte, 10)}}})
+	if err != nil || l.Valid {
+		t.Fatalf("zero LSN is not valid: %+v %v", l, err)
+	}
+	tm, err := parseLSNTime(resultSet{Columns: []string{""}, Rows: [][]any{{time.Date(2024, 1, 1, 9, 0, 0, 0, time.UTC)}}}, time.FixedZone("", 3600))
+	if err != nil || !tm.Equal(time.Date(2024, 1, 1, 8, 0, 0, 0, time.UTC)) || tm.Location() != time.UTC {
+		t.Fatalf("%v %v", tm, err)
+	}
+	if !isServerError(mssql.Error{Number: 313}, 313) || isServerError(errors.New("313"), 313) {
+		t.Fatal("isServerError")
+	}
+	if !isServerError(mssql.Error{Number: 50000, All: []mssql.Error{{Number: 313}, {Number: 50000}}}, 313) {
+		t.Fatal("313 earlier in the chain")
+	}
+}

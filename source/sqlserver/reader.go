@@ -1,0 +1,141 @@
+package sqlserver
+
+import (
+	"database/sql"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+func memoryAllocator() memory.Allocator { return memory.DefaultAllocator }
+
+// rowSource is what rowsReader reads: *sql.Rows, or a fake in tests.
+type rowSource interface {
+	Columns() ([]string, error)
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close() error
+}
+
+var _ rowSource = (*sql.Rows)(nil)
+
+// rowsReader is an array.RecordReader over a query's rows.
+type rowsReader struct {
+	refs    atomic.Int64
+	d       *rowDecoder
+	rows    rowSource
+	batch   int
+	cur     arrow.RecordBatch
+	err     error
+	done    bool
+	onClose func()
+	wrap    func(error) error
+	vals    []any
+	ptrs    []any
+}
+
+func newRowsReader(d *rowDecoder, rows rowSource, batch int, onClose func(), wrap func(error) error) *rowsReader {
+	r := &rowsReader{d: d, rows: rows, batch: batch, onClose: onClose, wrap: wrap}
+	r.refs.Store(1)
+	n := len(d.apps)
+	if cols, err := rows.Columns(); err == nil {
+		n = len(cols)
+	}
+	r.vals = make([]any, n)
+	r.ptrs = make([]any, n)
+	for i := range r.vals {
+		r.ptrs[i] = &r.vals[i]
+	}
+	return r
+}
+
+// Retain adds a reference.
+func (r *rowsReader) Retain() { r.refs.Add(1) }
+
+// Release drops a reference; the last one closes the rows and releases the
+// connection.
+func (r *rowsReader) Release() {
+	if r.refs.Add(-1) != 0 {
+		return
+	}
+	if r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
+	r.close()
+	r.d.Release()
+}
+
+func (r *rowsReader) close() {
+	if r.rows != nil {
+		_ = r.rows.Close()
+		r.rows = nil
+	}
+	if r.onClose != nil {
+		r.onClose()
+		r.onClose = nil
+	}
+}
+
+// Schema is the schema of every batch.
+func (r *rowsReader) Schema() *arrow.Schema { return r.d.schema }
+
+func (r *rowsReader) fail(err error) {
+	if r.wrap != nil {
+		err = r.wrap(err)
+	}
+	r.err = err
+	r.done = true
+	r.close()
+}
+
+// Next reads the next batch; false at the end or on an error (see Err).
+func (r *rowsReader) Next() bool {
+	if r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
+	if r.done {
+		return false
+	}
+	for r.d.Rows() < r.batch {
+		if !r.rows.Next() {
+			if err := r.rows.Err(); err != nil {
+				r.fail(err)
+				return false
+			}
+			r.done = true
+			r.close()
+			break
+		}
+		for i := range r.vals {
+			r.vals[i] = nil
+		}
+		if err := r.rows.Scan(r.ptrs...); err != nil {
+			r.fail(err)
+			return false
+		}
+		if err := r.d.Append(r.vals); err != nil {
+			r.fail(err)
+			return false
+		}
+	}
+	if r.d.Rows() == 0 {
+		return false
+	}
+	r.cur = r.d.Flush()
+	return true
+}
+
+// RecordBatch is the current batch, valid until the next call to Next.
+func (r *rowsReader) RecordBatch() arrow.RecordBatch { return r.cur }
+
+// Record is RecordBatch.
+//
+// Deprecated: use RecordBatch.
+func (r *rowsReader) Record() arrow.RecordBatch { return r.cur }
+
+// Err is the error that ended the read, if any.
+func (r *rowsReader) Err() error { return r.err }

@@ -1,0 +1,407 @@
+package sqlserver
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/lsn"
+	"github.com/cdcsnap/cdcsnap/source"
+)
+
+// DefaultBatchRows is the rows per record batch when neither Options nor
+// source.ReadOptions sets it.
+const DefaultBatchRows = 8192
+
+// ConnPolicy says what happens to a read's dedicated connection when the
+// read ends. SET TRANSACTION ISOLATION LEVEL sticks to a pooled connection,
+// so a connection never goes back to the pool with a level it was given.
+type ConnPolicy int
+
+const (
+	// ResetConn sets READ COMMITTED again and returns the connection to the
+	// pool; a connection whose reset fails is closed instead.
+	ResetConn ConnPolicy = iota
+	// CloseConn closes the connection after every read.
+	CloseConn
+)
+
+// Options configure a Source.
+type Options struct {
+	// Logger receives debug and warning records; nil logs nothing.
+	Logger *slog.Logger
+	// BatchRows is the rows per record batch (DefaultBatchRows when zero);
+	// source.ReadOptions.BatchRows overrides it per read.
+	BatchRows int
+	// ConnPolicy is what happens to a read's connection afterwards.
+	ConnPolicy ConnPolicy
+	// GUIDConversion must match the DSN's "guid conversion" setting: true
+	// when the driver already returns uniqueidentifier bytes in RFC order.
+	// By default (false) they come in SQL Server's mixed-endian order and
+	// are converted with keyrange.UUIDFromSQLServer.
+	GUIDConversion bool
+	// ServerTimeZone is the SQL Server instance's local time zone, in which
+	// sys.fn_cdc_map_lsn_to_time returns commit times; nil means UTC (the
+	// default of the mssql/server container images).
+	ServerTimeZone *time.Location
+}
+
+// Source is a SQL Server database with CDC enabled, read through
+// database/sql and go-mssqldb. It holds no mutable state and is safe for
+// concurrent use.
+type Source struct {
+	db   *sql.DB
+	opts Options
+	log  *slog.Logger
+}
+
+var _ source.Source = (*Source)(nil)
+
+// New returns a Source on db (opened with the "sqlserver" driver of
+// github.com/microsoft/go-mssqldb, for example by Open). The caller keeps
+// ownership of db.
+func New(db *sql.DB, opts Options) (*Source, error) {
+	if db == nil {
+		return nil, errors.New("sqlserver: New: nil *sql.DB")
+	}
+	if opts.BatchRows < 0 {
+		return nil, fmt.Errorf("sqlserver: New: BatchRows %d is negative", opts.BatchRows)
+	}
+	if opts.ConnPolicy != ResetConn && opts.ConnPolicy != CloseConn {
+		return nil, fmt.Errorf("sqlserver: New: unknown ConnPolicy %d", opts.ConnPolicy)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Source{db: db, opts: opts, log: log}, nil
+}
+
+func (s *Source) decodeOptions() decodeOptions {
+	return decodeOptions{guidConversion: s.opts.GUIDConversion, serverTZ: s.opts.ServerTimeZone}
+}
+
+// querier is what *sql.DB and *sql.Conn share.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// scanRows reads the rest of rows as driver values.
+func scanRows(rows *sql.Rows) (resultSet, error) {
+	cols, err := rows.Columns()
+	if err != nil {
+		return resultSet{}, err
+	}
+	rs := resultSet{Columns: cols}
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return resultSet{}, err
+		}
+		rs.Rows = append(rs.Rows, vals)
+	}
+	return rs, rows.Err()
+}
+
+// run executes st and returns its first result set.
+func (s *Source) run(ctx context.Context, q querier, what string, st Stmt) (resultSet, error) {
+	s.log.DebugContext(ctx, "sqlserver: query", "what", what, "sql", st.SQL, "params", len(st.Args))
+	rows, err := q.QueryContext(ctx, st.SQL, st.Args...)
+	if err != nil {
+		return resultSet{}, fmt.Errorf("sqlserver: %s: %w", what, err)
+	}
+	defer rows.Close()
+	rs, err := scanRows(rows)
+	if err != nil {
+		return resultSet{}, fmt.Errorf("sqlserver: %s: %w", what, err)
+	}
+	return rs, nil
+}
+
+// CaptureInstance resolves name among the capture instances the login can
+// see (exact name first, else the one equal ignoring case) and describes
+// it: source table, start LSN, captured columns with their declared types
+// (sys.sp_cdc_get_captured_columns), collations and nullability
+// (sys.columns, when visible) and the key (index_column_list).
+func (s *Source) CaptureInstance(ctx context.Context, name string) (*source.CaptureInstance, error) {
+	rs, err := s.run(ctx, s.db, "listing capture instances", ListCaptureInstancesStatement())
+	if err != nil {
+		return nil, err
+	}
+	rows, err := parseCaptureInstances(rs)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(rows))
+	for i, r := range rows {
+		names[i] = r.Instance.Name
+	}
+	got, err := source.Resolve(name, names)
+	if err != nil {
+		return nil, err
+	}
+	var row captureRow
+	for _, r := range rows {
+		if r.Instance.Name == got {
+			row = r
+		}
+	}
+	ci := row.Instance
+	rs, err = s.run(ctx, s.db, "captured columns of "+got, CapturedColumnsStatement(got))
+	if err != nil {
+		return nil, err
+	}
+	if ci.Columns, err = parseCapturedColumns(rs); err != nil {
+		return nil, err
+	}
+	rs, err = s.run(ctx, s.db, "collations of "+got, ColumnsStatement(row.SourceObjectID))
+	if err != nil {
+		return nil, err
+	}
+	if len(rs.Rows) == 0 {
+		s.log.WarnContext(ctx, "sqlserver: sys.columns shows no columns of the source table: no collations, varchar keys stay in one partition", "capture_instance", got)
+	}
+	if ci.Columns, err = applyColumnInfo(ci.Columns, rs); err != nil {
+		return nil, err
+	}
+	for _, k := range ci.Key {
+		if _, ok := ci.Column(k); !ok {
+			return nil, fmt.Errorf("sqlserver: capture instance %q: key column %q is not captured", got, k)
+		}
+	}
+	return &ci, nil
+}
+
+// MaxLSN returns sys.fn_cdc_get_max_lsn(); NULL (CDC not enabled, or
+// nothing captured yet) is the zero LSN.
+func (s *Source) MaxLSN(ctx context.Context) (lsn.LSN, error) {
+	rs, err := s.run(ctx, s.db, "fn_cdc_get_max_lsn", MaxLSNStatement())
+	if err != nil {
+		return lsn.LSN{}, err
+	}
+	n, err := parseLSN("fn_cdc_get_max_lsn", rs)
+	return n.LSN, err
+}
+
+// MinLSN returns sys.fn_cdc_get_min_lsn(ci); ok is false for NULL or the
+// zero LSN.
+func (s *Source) MinLSN(ctx context.Context, ci string) (lsn.LSN, bool, error) {
+	rs, err := s.run(ctx, s.db, "fn_cdc_get_min_lsn", MinLSNStatement(ci))
+	if err != nil {
+		return lsn.LSN{}, false, err
+	}
+	n, err := parseLSN("fn_cdc_get_min_lsn", rs)
+	return n.LSN, n.Valid, err
+}
+
+// LSNTime returns sys.fn_cdc_map_lsn_to_time(l) in UTC, reading the
+// server's local time in Options.ServerTimeZone.
+func (s *Source) LSNTime(ctx context.Context, l lsn.LSN) (time.Time, error) {
+	rs, err := s.run(ctx, s.db, "fn_cdc_map_lsn_to_time", LSNTimeStatement(l))
+	if err != nil {
+		return time.Time{}, err
+	}
+	return parseLSNTime(rs, s.opts.ServerTimeZone)
+}
+
+// IntKeyBounds returns MIN and MAX of the single integer key column.
+func (s *Source) IntKeyBounds(ctx context.Context, ci *source.CaptureInstance) (int64, int64, bool, error) {
+	st, err := IntKeyBoundsStatement(ci)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	rs, err := s.run(ctx, s.db, "MIN/MAX of the key of "+ci.Name, st)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	return parseIntKeyBounds(rs)
+}
+
+// RowCount returns the row count sys.sp_spaceused reports.
+func (s *Source) RowCount(ctx context.Context, ci *source.CaptureInstance) (int64, error) {
+	st, err := RowCountStatement(ci)
+	if err != nil {
+		return 0, err
+	}
+	rs, err := s.run(ctx, s.db, "sp_spaceused of "+ci.Name, st)
+	if err != nil {
+		return 0, err
+	}
+	return parseSpaceUsed(rs)
+}
+
+// conn is a dedicated connection set to an isolation level.
+type conn struct {
+	c   *sql.Conn
+	s   *Source
+	ctx context.Context
+}
+
+// acquire takes a connection from the pool and sets iso on it.
+func (s *Source) acquire(ctx context.Context, iso source.Isolation) (*conn, error) {
+	if iso != source.ReadCommitted && iso != source.Snapshot {
+		return nil, fmt.Errorf("sqlserver: unknown isolation level %d", iso)
+	}
+	c, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlserver: taking a connection: %w", err)
+	}
+	cn := &conn{c: c, s: s, ctx: ctx}
+	if _, err := c.ExecContext(ctx, IsolationStatement(iso).SQL); err != nil {
+		cn.release(true)
+		return nil, fmt.Errorf("sqlserver: setting isolation level %s: %w", iso, err)
+	}
+	return cn, nil
+}
+
+// release resets the isolation level and returns the connection to the
+// pool, or closes it (ConnPolicy CloseConn, a failed reset, or discard).
+func (cn *conn) release(discard bool) {
+	if !discard && cn.s.opts.ConnPolicy == ResetConn {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(cn.ctx), 30*time.Second)
+		_, err := cn.c.ExecContext(ctx, ResetIsolationStatement().SQL)
+		cancel()
+		if err == nil {
+			_ = cn.c.Close()
+			return
+		}
+		cn.s.log.WarnContext(cn.ctx, "sqlserver: resetting the isolation level failed; closing the connection", "error", err)
+	}
+	// Returning driver.ErrBadConn makes database/sql close the connection
+	// instead of pooling it.
+	_ = cn.c.Raw(func(any) error { return driver.ErrBadConn })
+	_ = cn.c.Close()
+}
+
+// SeekKey returns the key k rows after from, read under iso on a dedicated
+// connection (see SeekKeyStatement).
+func (s *Source) SeekKey(ctx context.Context, ci *source.CaptureInstance, iso source.Isolation, from keyrange.Tuple, k int64) (keyrange.Tuple, bool, error) {
+	st, err := SeekKeyStatement(ci, from, k)
+	if err != nil {
+		return nil, false, err
+	}
+	cn, err := s.acquire(ctx, iso)
+	if err != nil {
+		return nil, false, err
+	}
+	rs, err := s.run(ctx, cn.c, "seeking the key of "+ci.Name, st)
+	cn.release(err != nil && ctx.Err() != nil)
+	if err != nil {
+		return nil, false, err
+	}
+	return parseSeekKey(ci, rs, s.opts.GUIDConversion)
+}
+
+func (s *Source) batchRows(n int) int {
+	switch {
+	case n > 0:
+		return n
+	case s.opts.BatchRows > 0:
+		return s.opts.BatchRows
+	}
+	return DefaultBatchRows
+}
+
+// ReadRange streams the rows of ci's source table whose key lies in r (see
+// ReadRangeStatement), under opts.Isolation on a dedicated connection that
+// is reset (or closed) when the reader is released or runs out.
+func (s *Source) ReadRange(ctx context.Context, ci *source.CaptureInstance, r keyrange.Range, opts source.ReadOptions) (array.RecordReader, error) {
+	st, err := ReadRangeStatement(ci, r)
+	if err != nil {
+		return nil, err
+	}
+	d, err := newTableDecoder(ci.Columns, s.decodeOptions())
+	if err != nil {
+		return nil, fmt.Errorf("sqlserver: capture instance %q: %w", ci.Name, err)
+	}
+	cn, err := s.acquire(ctx, opts.Isolation)
+	if err != nil {
+		d.Release()
+		return nil, err
+	}
+	s.log.DebugContext(ctx, "sqlserver: reading range", "capture_instance", ci.Name, "range", r.String(), "isolation", opts.Isolation.String())
+	rows, err := cn.c.QueryContext(ctx, st.SQL, st.Args...)
+	if err != nil {
+		d.Release()
+		cn.release(ctx.Err() != nil)
+		return nil, fmt.Errorf("sqlserver: reading %s of %q: %w", r, ci.Name, err)
+	}
+	return newRowsReader(d, rows, s.batchRows(opts.BatchRows), func() { cn.release(ctx.Err() != nil) }, func(err error) error {
+		return fmt.Errorf("sqlserver: reading %s of %q: %w", r, ci.Name, err)
+	}), nil
+}
+
+// ReadChanges streams the changes of ci with from <= __$start_lsn <= to
+// (see ChangesStatement). It checks sys.fn_cdc_get_min_lsn first: from
+// below it is a *source.DataLossError, as is SQL Server error 313 should
+// cleanup move the minimum meanwhile. to is clamped to
+// sys.fn_cdc_get_max_lsn (the function refuses an upper bound beyond it).
+// A new instance whose minimum LSN is still NULL has no changes to read
+// yet: an empty reader.
+func (s *Source) ReadChanges(ctx context.Context, ci *source.CaptureInstance, from, to lsn.LSN) (array.RecordReader, error) {
+	schema, err := source.ChangeSchema(ci.Columns)
+	if err != nil {
+		return nil, fmt.Errorf("sqlserver: capture instance %q: %w", ci.Name, err)
+	}
+	empty := func() (array.RecordReader, error) { return array.NewRecordReader(schema, nil) }
+	if to.Less(from) {
+		return empty()
+	}
+	min, ok, err := s.MinLSN(ctx, ci.Name)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		s.log.DebugContext(ctx, "sqlserver: minimum LSN is NULL: the capture job has not reached the instance yet", "capture_instance", ci.Name)
+		return empty()
+	}
+	if from.Less(min) {
+		return nil, &source.DataLossError{CaptureInstance: ci.Name, Requested: from, MinLSN: min}
+	}
+	max, err := s.MaxLSN(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if max.Less(to) {
+		to = max
+	}
+	if to.Less(from) {
+		return empty()
+	}
+	st, err := ChangesStatement(ci, from, to)
+	if err != nil {
+		return nil, err
+	}
+	d, err := newChangeDecoder(ci.Columns, s.decodeOptions())
+	if err != nil {
+		return nil, fmt.Errorf("sqlserver: capture instance %q: %w", ci.Name, err)
+	}
+	dataLoss := func(err error) error {
+		if isServerError(err, 313) {
+			m, _, merr := s.MinLSN(context.WithoutCancel(ctx), ci.Name)
+			if merr != nil {
+				m = min
+			}
+			return fmt.Errorf("%w (SQL Server error 313: %v)", &source.DataLossError{CaptureInstance: ci.Name, Requested: from, MinLSN: m}, err)
+		}
+		return fmt.Errorf("sqlserver: changes of %q from %s to %s: %w", ci.Name, from, to, err)
+	}
+	rows, err := s.db.QueryContext(ctx, st.SQL, st.Args...)
+	if err != nil {
+		d.Release()
+		return nil, dataLoss(err)
+	}
+	return newRowsReader(d, rows, s.batchRows(0), nil, dataLoss), nil
+}

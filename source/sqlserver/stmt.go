@@ -1,0 +1,421 @@
+package sqlserver
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/lsn"
+	"github.com/cdcsnap/cdcsnap/source"
+)
+
+// Stmt is one T-SQL statement and the values of its parameters, @p1 being
+// Args[0]: the form database/sql and go-mssqldb take. Every value the
+// package sends is a parameter; the text holds only bracket-quoted names,
+// types from the allowlist (InlineType) and collation names checked by
+// ValidCollation.
+type Stmt struct {
+	SQL  string
+	Args []any
+}
+
+// params numbers the parameters of one statement, reusing one parameter for
+// the same value of the same column.
+type params struct {
+	args []any
+	seen map[string]string
+}
+
+func (p *params) add(v any) string {
+	p.args = append(p.args, v)
+	return "@p" + strconv.Itoa(len(p.args))
+}
+
+// bound returns the CAST expression of a bound of column c.
+func (p *params) bound(c source.Column, v any) (string, error) {
+	key := fmt.Sprintf("%s\x00%T\x00%v", c.Name, v, v)
+	if e, ok := p.seen[key]; ok {
+		return e, nil
+	}
+	arg, expr, err := boundExpr(c, v, "@p"+strconv.Itoa(len(p.args)+1))
+	if err != nil {
+		return "", err
+	}
+	p.args = append(p.args, arg)
+	if p.seen == nil {
+		p.seen = map[string]string{}
+	}
+	p.seen[key] = expr
+	return expr, nil
+}
+
+// table is what statements need of a capture instance's source table.
+type table struct {
+	name string // [schema].[table]
+	cols []source.Column
+	qcol []string // quoted column names
+	key  []source.Column
+	qkey []string
+}
+
+func newTable(ci *source.CaptureInstance) (*table, error) {
+	if ci == nil {
+		return nil, fmt.Errorf("sqlserver: nil capture instance")
+	}
+	name, err := quoteTwo(ci.SourceSchema, ci.SourceTable)
+	if err != nil {
+		return nil, fmt.Errorf("sqlserver: capture instance %q: source table: %w", ci.Name, err)
+	}
+	t := &table{name: name, cols: ci.Columns}
+	if len(ci.Columns) == 0 {
+		return nil, fmt.Errorf("sqlserver: capture instance %q has no captured columns", ci.Name)
+	}
+	for _, c := range ci.Columns {
+		q, err := QuoteName(c.Name)
+		if err != nil {
+			return nil, fmt.Errorf("sqlserver: capture instance %q: %w", ci.Name, err)
+		}
+		t.qcol = append(t.qcol, q)
+	}
+	for _, k := range ci.Key {
+		c, ok := ci.Column(k)
+		if !ok {
+			return nil, fmt.Errorf("sqlserver: capture instance %q: key column %q is not captured", ci.Name, k)
+		}
+		q, _ := QuoteName(c.Name)
+		t.key = append(t.key, c)
+		t.qkey = append(t.qkey, q)
+	}
+	return t, nil
+}
+
+func (t *table) keyColumns() []keyrange.Column {
+	out := make([]keyrange.Column, len(t.key))
+	for i, c := range t.key {
+		out[i] = c.KeyColumn()
+	}
+	return out
+}
+
+// ListCaptureInstancesStatement lists every capture instance the login can
+// see (sys.sp_cdc_help_change_data_capture with no arguments); see
+// parseCaptureInstances.
+func ListCaptureInstancesStatement() Stmt {
+	return Stmt{SQL: "EXEC sys.sp_cdc_help_change_data_capture"}
+}
+
+// CapturedColumnsStatement describes the captured columns of a capture
+// instance (sys.sp_cdc_get_captured_columns).
+func CapturedColumnsStatement(captureInstance string) Stmt {
+	return Stmt{SQL: "EXEC sys.sp_cdc_get_captured_columns @capture_instance = @p1", Args: []any{captureInstance}}
+}
+
+// ColumnsStatement reads the collation and nullability of a table's
+// columns from sys.columns, by the table's object id (source_object_id of
+// sys.sp_cdc_help_change_data_capture). sys.columns shows the columns of
+// tables the login can SELECT; for others it returns no rows.
+func ColumnsStatement(objectID int64) Stmt {
+	return Stmt{
+		SQL:  "SELECT [c].[name], [c].[collation_name], [c].[is_nullable] FROM [sys].[columns] AS [c] WHERE [c].[object_id] = @p1 ORDER BY [c].[column_id]",
+		Args: []any{objectID},
+	}
+}
+
+// MaxLSNStatement reads sys.fn_cdc_get_max_lsn().
+func MaxLSNStatement() Stmt { return Stmt{SQL: "SELECT sys.fn_cdc_get_max_lsn()"} }
+
+// MinLSNStatement reads sys.fn_cdc_get_min_lsn(capture instance).
+func MinLSNStatement(captureInstance string) Stmt {
+	return Stmt{SQL: "SELECT sys.fn_cdc_get_min_lsn(@p1)", Args: []any{captureInstance}}
+}
+
+// LSNTimeStatement reads sys.fn_cdc_map_lsn_to_time(l): a datetime in the
+// server's local time.
+func LSNTimeStatement(l lsn.LSN) Stmt {
+	return Stmt{SQL: "SELECT sys.fn_cdc_map_lsn_to_time(@p1)", Args: []any{l.Bytes()}}
+}
+
+// IsolationStatement sets the session's isolation level. It must run as a
+// batch of its own, without parameters (go-mssqldb then sends it as a SQL
+// batch, not through sp_executesql, whose scope would undo it), and it
+// sticks to the connection until reset with ResetIsolationStatement.
+func IsolationStatement(iso source.Isolation) Stmt {
+	if iso == source.Snapshot {
+		return Stmt{SQL: "SET TRANSACTION ISOLATION LEVEL SNAPSHOT"}
+	}
+	return Stmt{SQL: "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"}
+}
+
+// ResetIsolationStatement restores SQL Server's default level before a
+// connection returns to the pool.
+func ResetIsolationStatement() Stmt { return IsolationStatement(source.ReadCommitted) }
+
+// IntKeyBoundsStatement reads MIN and MAX of the single integer key column:
+// two index seeks (TOP 1 each way).
+func IntKeyBoundsStatement(ci *source.CaptureInstance) (Stmt, error) {
+	t, err := newTable(ci)
+	if err != nil {
+		return Stmt{}, err
+	}
+	if len(t.key) != 1 || t.key[0].KeyColumn().Kind != keyrange.KindInt {
+		return Stmt{}, fmt.Errorf("sqlserver: capture instance %q: MIN/MAX needs one integer key column, have %v", ci.Name, ci.Key)
+	}
+	k := t.qkey[0]
+	return Stmt{SQL: "SELECT (SELECT MIN(" + k + ") FROM " + t.name + ") AS [min], (SELECT MAX(" + k + ") FROM " + t.name + ") AS [max]"}, nil
+}
+
+// RowCountStatement reads the table's row count from metadata
+// (sys.sp_spaceused); the name is passed quoted, as a parameter.
+func RowCountStatement(ci *source.CaptureInstance) (Stmt, error) {
+	t, err := newTable(ci)
+	if err != nil {
+		return Stmt{}, err
+	}
+	return Stmt{SQL: "EXEC sys.sp_spaceused @objname = @p1", Args: []any{t.name}}, nil
+}
+
+// where renders a piece's predicates joined by AND ("" when it has none).
+// Comparisons follow keyrange's order, NULL first: "c < v" includes NULL
+// rows of a nullable column, "c > NULL" is IS NOT NULL, "c = NULL" IS NULL.
+func (t *table) where(p keyrange.Piece, ps *params) (string, error) {
+	var preds []string
+	eq := func(i int, v any) error {
+		if v == nil {
+			preds = append(preds, t.qkey[i]+" IS NULL")
+			return nil
+		}
+		e, err := ps.bound(t.key[i], v)
+		if err != nil {
+			return err
+		}
+		preds = append(preds, t.qkey[i]+" = "+e)
+		return nil
+	}
+	// below renders key[i] < v (or <=), NULL first.
+	below := func(i int, v any, inclusive bool) (string, error) {
+		op := " < "
+		if inclusive {
+			op = " <= "
+		}
+		if v == nil {
+			if inclusive {
+				return t.qkey[i] + " IS NULL", nil
+			}
+			return "", nil // nothing is below NULL
+		}
+		e, err := ps.bound(t.key[i], v)
+		if err != nil {
+			return "", err
+		}
+		if t.key[i].Nullable {
+			return "(" + t.qkey[i] + " IS NULL OR " + t.qkey[i] + op + e + ")", nil
+		}
+		return t.qkey[i] + op + e, nil
+	}
+	above := func(i int, v any, inclusive bool) (string, bool, error) {
+		if v == nil {
+			if inclusive {
+				return "", true, nil // >= NULL: every row
+			}
+			return t.qkey[i] + " IS NOT NULL", true, nil
+		}
+		e, err := ps.bound(t.key[i], v)
+		if err != nil {
+			return "", false, err
+		}
+		op := " > "
+		if inclusive {
+			op = " >= "
+		}
+		return t.qkey[i] + op + e, true, nil
+	}
+	if len(p.Eq) > len(t.key) || (len(p.Eq) == len(t.key) && (p.Lower != nil || p.Upper != nil)) {
+		return "", fmt.Errorf("sqlserver: piece has more bounds than the %d key columns", len(t.key))
+	}
+	for i, v := range p.Eq {
+		if err := eq(i, v); err != nil {
+			return "", err
+		}
+	}
+	j := len(p.Eq)
+	if p.Lower != nil {
+		s, _, err := above(j, p.Lower.Value, p.Lower.Inclusive)
+		if err != nil {
+			return "", err
+		}
+		if s != "" {
+			preds = append(preds, s)
+		}
+	}
+	if p.Upper != nil {
+		s, err := below(j, p.Upper.Value, p.Upper.Inclusive)
+		if err != nil {
+			return "", err
+		}
+		if s == "" {
+			s = "1 = 0"
+		}
+		preds = append(preds, s)
+	}
+	if g := p.Guard; g != nil {
+		if g.From < 0 || g.From+len(g.Below) > len(t.key) || (g.Above != nil && g.From >= len(t.key)) {
+			return "", fmt.Errorf("sqlserver: guard from column %d does not fit the %d key columns", g.From, len(t.key))
+		}
+		if g.Below != nil {
+			// key[From:] < Below as a row value: the first column below,
+			// or equal and the next below, and so on.
+			var ors []string
+			for n := range g.Below {
+				var and []string
+				ok := true
+				for m := 0; m < n; m++ {
+					i := g.From + m
+					if g.Below[m] == nil {
+						and = append(and, t.qkey[i]+" IS NULL")
+						continue
+					}
+					e, err := ps.bound(t.key[i], g.Below[m])
+					if err != nil {
+						return "", err
+					}
+					and = append(and, t.qkey[i]+" = "+e)
+				}
+				s, err := below(g.From+n, g.Below[n], false)
+				if err != nil {
+					return "", err
+				}
+				if s == "" {
+					ok = false
+				}
+				if ok {
+					and = append(and, s)
+					ors = append(ors, "("+strings.Join(and, " AND ")+")")
+				}
+			}
+			if len(ors) == 0 {
+				preds = append(preds, "1 = 0")
+			} else {
+				preds = append(preds, "("+strings.Join(ors, " OR ")+")")
+			}
+		}
+		if g.Above != nil {
+			s, _, err := above(g.From, g.Above.Value, false)
+			if err != nil {
+				return "", err
+			}
+			preds = append(preds, s)
+		}
+	}
+	return strings.Join(preds, " AND "), nil
+}
+
+func selectList(prefix string, q []string) string {
+	out := make([]string, len(q))
+	for i, c := range q {
+		out[i] = prefix + c
+	}
+	return strings.Join(out, ", ")
+}
+
+// ReadRangeStatement reads the captured columns of the rows whose key lies
+// in r: one SELECT per seekable piece of r (keyrange.Pieces), joined by
+// UNION ALL, every bound a parameter cast to its column's declared type.
+func ReadRangeStatement(ci *source.CaptureInstance, r keyrange.Range) (Stmt, error) {
+	t, err := newTable(ci)
+	if err != nil {
+		return Stmt{}, err
+	}
+	cols := selectList("", t.qcol)
+	if r.Lower == nil && r.Upper == nil {
+		return Stmt{SQL: "SELECT " + cols + " FROM " + t.name}, nil
+	}
+	if len(t.key) == 0 {
+		return Stmt{}, fmt.Errorf("sqlserver: capture instance %q has no key: only the whole range can be read", ci.Name)
+	}
+	pieces, err := keyrange.Pieces(t.keyColumns(), r)
+	if err != nil {
+		return Stmt{}, fmt.Errorf("sqlserver: capture instance %q: %w", ci.Name, err)
+	}
+	var ps params
+	var parts []string
+	for _, p := range pieces {
+		w, err := t.where(p, &ps)
+		if err != nil {
+			return Stmt{}, fmt.Errorf("sqlserver: capture instance %q, %s: %w", ci.Name, r, err)
+		}
+		s := "SELECT " + cols + " FROM " + t.name
+		if w != "" {
+			s += " WHERE " + w
+		}
+		parts = append(parts, s)
+	}
+	if len(parts) == 0 {
+		return Stmt{SQL: "SELECT " + cols + " FROM " + t.name + " WHERE 1 = 0"}, nil
+	}
+	return Stmt{SQL: strings.Join(parts, "\nUNION ALL\n"), Args: ps.args}, nil
+}
+
+// SeekKeyStatement finds the key k rows after from (keyrange.Seeker): a
+// TOP (k + 1) per seekable piece of [from, +inf), each ordered by the key
+// so an index seek stops after k + 1 rows, merged in key order, of which
+// OFFSET k returns the last. It returns one row, or none when fewer than
+// k + 1 keys remain.
+func SeekKeyStatement(ci *source.CaptureInstance, from keyrange.Tuple, k int64) (Stmt, error) {
+	t, err := newTable(ci)
+	if err != nil {
+		return Stmt{}, err
+	}
+	if len(t.key) == 0 {
+		return Stmt{}, fmt.Errorf("sqlserver: capture instance %q has no key to seek on", ci.Name)
+	}
+	if k < 0 {
+		return Stmt{}, fmt.Errorf("sqlserver: seek of %d rows", k)
+	}
+	pieces, err := keyrange.Pieces(t.keyColumns(), keyrange.Range{Lower: from})
+	if err != nil {
+		return Stmt{}, fmt.Errorf("sqlserver: capture instance %q: %w", ci.Name, err)
+	}
+	var ps params
+	top := ps.add(k + 1)
+	keys := selectList("", t.qkey)
+	var parts []string
+	for i, p := range pieces {
+		w, err := t.where(p, &ps)
+		if err != nil {
+			return Stmt{}, fmt.Errorf("sqlserver: capture instance %q: seek from %v: %w", ci.Name, []any(from), err)
+		}
+		alias := "[q" + strconv.Itoa(i) + "]"
+		inner := "SELECT TOP (" + top + ") " + keys + " FROM " + t.name
+		if w != "" {
+			inner += " WHERE " + w
+		}
+		inner += " ORDER BY " + keys
+		parts = append(parts, "SELECT "+selectList(alias+".", t.qkey)+" FROM ("+inner+") AS "+alias)
+	}
+	off := ps.add(k)
+	sql := "SELECT " + selectList("[s].", t.qkey) + " FROM (\n" + strings.Join(parts, "\nUNION ALL\n") +
+		"\n) AS [s] ORDER BY " + selectList("[s].", t.qkey) + " OFFSET " + off + " ROWS FETCH NEXT 1 ROWS ONLY"
+	return Stmt{SQL: sql, Args: ps.args}, nil
+}
+
+// ChangesStatement reads the changes from <= __$start_lsn <= to through
+// cdc.fn_cdc_get_all_changes_<capture instance> with N'all update old'
+// (updates as before and after images): __$start_lsn, __$seqval,
+// __$operation, the captured columns, and the commit time
+// (sys.fn_cdc_map_lsn_to_time), ordered by LSN, seqval and operation. The
+// function returns no __$command_id.
+func ChangesStatement(ci *source.CaptureInstance, from, to lsn.LSN) (Stmt, error) {
+	t, err := newTable(ci)
+	if err != nil {
+		return Stmt{}, err
+	}
+	fn, err := QuoteName("fn_cdc_get_all_changes_" + ci.Name)
+	if err != nil {
+		return Stmt{}, fmt.Errorf("sqlserver: capture instance %q: %w", ci.Name, err)
+	}
+	sel := "[c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], " + selectList("[c].", t.qcol) +
+		", sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) AS [__$commit_ts]"
+	sql := "SELECT " + sel + " FROM [cdc]." + fn + "(@p1, @p2, N'all update old') AS [c] ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation]"
+	return Stmt{SQL: sql, Args: []any{from.Bytes(), to.Bytes()}}, nil
+}

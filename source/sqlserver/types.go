@@ -1,0 +1,149 @@
+package sqlserver
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/golang-sql/civil"
+	mssql "github.com/microsoft/go-mssqldb"
+
+	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/source"
+)
+
+// typeRule says which arguments a type takes when it is inlined, and their
+// limits.
+type typeRule struct {
+	args   int // 0 none, 1 length, 2 precision and scale, 3 fractional scale
+	maxLen int // for args == 1: the largest length; max allowed when varMax
+	varMax bool
+}
+
+// inlineTypes is the allowlist of types cdcsnap inlines in a CAST: the
+// types a key bound can have. Anything else is never written into SQL text.
+var inlineTypes = map[string]typeRule{
+	"tinyint": {}, "smallint": {}, "int": {}, "bigint": {}, "bit": {},
+	"money": {}, "smallmoney": {}, "float": {}, "real": {},
+	"date": {}, "datetime": {}, "smalldatetime": {}, "uniqueidentifier": {},
+	"decimal": {args: 2}, "numeric": {args: 2},
+	"time": {args: 3}, "datetime2": {args: 3}, "datetimeoffset": {args: 3},
+	"char":      {args: 1, maxLen: 8000},
+	"varchar":   {args: 1, maxLen: 8000, varMax: true},
+	"nchar":     {args: 1, maxLen: 4000},
+	"nvarchar":  {args: 1, maxLen: 4000, varMax: true},
+	"binary":    {args: 1, maxLen: 8000},
+	"varbinary": {args: 1, maxLen: 8000, varMax: true},
+}
+
+// InlineType returns the declared type of c ("varchar(20)", "decimal(18,4)",
+// "datetime2(7)") after checking it against the allowlist of types cdcsnap
+// inlines: the base name must be listed and every length, precision and
+// scale within SQL Server's limits. The text is rebuilt from c's fields,
+// never copied from the server, and re-parsed with source.ParseType to the
+// same fields.
+func InlineType(c source.Column) (string, error) {
+	rule, ok := inlineTypes[c.Type]
+	if !ok {
+		return "", fmt.Errorf("sqlserver: column %q: type %q is not one cdcsnap inlines: %w", c.Name, c.Type, source.ErrUnsupportedType)
+	}
+	switch rule.args {
+	case 1:
+		switch {
+		case c.Length == -1 && rule.varMax:
+		case c.Length >= 1 && c.Length <= rule.maxLen:
+		default:
+			return "", fmt.Errorf("sqlserver: column %q: %s length %d out of range (1-%d%s)", c.Name, c.Type, c.Length, rule.maxLen, map[bool]string{true: " or max", false: ""}[rule.varMax])
+		}
+	case 2:
+		if c.Precision < 1 || c.Precision > 38 || c.Scale < 0 || c.Scale > c.Precision {
+			return "", fmt.Errorf("sqlserver: column %q: %s(%d,%d) out of range", c.Name, c.Type, c.Precision, c.Scale)
+		}
+	case 3:
+		if c.Scale < 0 || c.Scale > 7 {
+			return "", fmt.Errorf("sqlserver: column %q: %s scale %d out of range (0-7)", c.Name, c.Type, c.Scale)
+		}
+	}
+	decl := c.Declared()
+	back, err := source.ParseType(decl)
+	if err != nil {
+		return "", fmt.Errorf("sqlserver: column %q: rebuilt type %q does not parse: %w", c.Name, decl, err)
+	}
+	if back.Type != c.Type || (rule.args == 1 && back.Length != c.Length) ||
+		(rule.args == 2 && (back.Precision != c.Precision || back.Scale != c.Scale)) ||
+		(rule.args == 3 && back.Scale != c.Scale) {
+		return "", fmt.Errorf("sqlserver: column %q: rebuilt type %q does not round-trip", c.Name, decl)
+	}
+	return decl, nil
+}
+
+// ValidCollation reports whether name can be inlined after COLLATE: 1-128
+// ASCII letters, digits and underscores, as every SQL Server collation name
+// is ("Greek_CI_AS", "Latin1_General_100_CI_AS_SC_UTF8").
+func ValidCollation(name string) bool {
+	if name == "" || len(name) > maxSysname {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// boundExpr renders a key bound for column c as a parameter: the Go value
+// to bind and the SQL expression, CAST(@pN AS <declared type>), with
+// COLLATE <collation> before AS for char/varchar. The value must have the
+// Go type c's keyrange.Kind names.
+//
+// Bindings (chosen so no conversion loses precision or changes order):
+// integers int64, bit bool, decimal/numeric/money as their exact text
+// (nvarchar, converted by the CAST), float/real float64, strings string
+// (nvarchar; a char/varchar bound converts in its column's collation),
+// binary []byte, date civil.Date, time civil.Time (time(7), 100 ns),
+// datetime/smalldatetime/datetime2 civil.DateTime (datetime2(7), 100 ns),
+// datetimeoffset mssql.DateTimeOffset (datetimeoffset(7)),
+// uniqueidentifier its canonical string.
+func boundExpr(c source.Column, v any, param string) (arg any, expr string, err error) {
+	decl, err := InlineType(c)
+	if err != nil {
+		return nil, "", err
+	}
+	kc := c.KeyColumn()
+	if _, err := keyrange.Compare(kc, v, v); err != nil {
+		return nil, "", fmt.Errorf("sqlserver: bound for column %q: %w", c.Name, err)
+	}
+	cast := "CAST(" + param + " AS " + decl + ")"
+	switch x := v.(type) {
+	case int64, bool, float64, []byte:
+		return x, cast, nil
+	case keyrange.Decimal:
+		if _, _, err := parseDecimalText(string(x)); err != nil {
+			return nil, "", fmt.Errorf("sqlserver: bound for column %q: %w", c.Name, err)
+		}
+		return string(x), cast, nil
+	case string:
+		if c.Type == "char" || c.Type == "varchar" {
+			if !ValidCollation(c.Collation) {
+				return nil, "", fmt.Errorf("sqlserver: key column %q (%s) has no usable collation (%q): its bounds would convert in the database default code page", c.Name, decl, c.Collation)
+			}
+			return x, "CAST(" + param + " COLLATE " + c.Collation + " AS " + decl + ")", nil
+		}
+		return x, cast, nil
+	case keyrange.UUID:
+		return x.String(), cast, nil
+	case time.Time:
+		switch kc.Kind {
+		case keyrange.KindDate:
+			return civil.DateOf(x), cast, nil
+		case keyrange.KindTime:
+			return civil.TimeOf(x), cast, nil
+		case keyrange.KindDateTime:
+			return civil.DateTimeOf(x), cast, nil
+		case keyrange.KindDateTimeOffset:
+			return mssql.DateTimeOffset(x), cast, nil
+		}
+	}
+	return nil, "", fmt.Errorf("sqlserver: bound for column %q (%s): cannot bind %T", c.Name, decl, v)
+}
