@@ -188,7 +188,12 @@ type UserMetadata struct {
 }
 
 // NewUserMetadata returns the metadata of a snapshot commit; CommitTS is
-// RFC 3339 in UTC with microseconds.
+// RFC 3339 in UTC with microseconds, or empty when the commit time is
+// unknown (the zero time).
 func NewUserMetadata(info Info) UserMetadata {
-	return UserMetadata{Snapshot: info.CaptureInstance, LSN: info.LSN.String(), CommitTS: info.CommitTS.UTC().Format("2006-01-02T15:04:05.000000Z")}
+	m := UserMetadata{Snapshot: info.CaptureInstance, LSN: info.LSN.String()}
+	if !info.CommitTS.IsZero() {
+		m.CommitTS = info.CommitTS.UTC().Format("2006-01-02T15:04:05.000000Z")
+	}
+	return m
 }

@@ -30,7 +30,9 @@ type Result struct {
 	// LSN is the snapshot's LSN: every commit up to it is in the rows, and
 	// the stream starts after it (StreamFrom).
 	LSN lsn.LSN
-	// CommitTS is the commit time of LSN at the source.
+	// CommitTS is the commit time of LSN at the source; zero when the
+	// source has none (no captured commit at or below LSN yet), and then
+	// _commit_ts is NULL on the snapshot rows.
 	CommitTS time.Time
 	// Existing is true when the sink already held the snapshot (a rerun, or
 	// another process that committed first) and nothing new was committed.

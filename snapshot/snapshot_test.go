@@ -416,13 +416,23 @@ func TestQuietDatabaseStartsBeforeStartLSN(t *testing.T) {
 	if _, ok, _ := db.MinLSN(ctx, "dbo_Orders"); ok {
 		t.Fatal("setup: min LSN is not NULL on a new instance")
 	}
-	res, err := snapshot.Take(ctx, db, fake.NewMemSink(), snapshot.Options{CaptureInstance: "dbo_Orders"})
+	dst := fake.NewMemSink()
+	defer dst.Close()
+	res, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want, _ := ci.StartLSN.Prev()
 	if res.LSN != want {
 		t.Fatalf("L0 = %s, want start_lsn - 1 = %s", res.LSN, want)
+	}
+	// No captured commit maps to a time yet: _commit_ts is NULL, not year 1.
+	rows, err := dst.Rows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.CommitTS.IsZero() || len(rows) != 10 || rows[0][sink.ColCommitTS] != nil {
+		t.Fatalf("commit time %v, first row %v: want no commit time and NULL _commit_ts", res.CommitTS, rows[0])
 	}
 	// A change committed now gets an LSN at or above start_lsn: the stream
 	// from res.LSN+1 carries it.

@@ -18,6 +18,7 @@ import (
 type stamp struct {
 	captureInstance string
 	lsn             string // _start_lsn and _snapshot of snapshot rows
+	snapshot        string // _snapshot when it differs from lsn (a chunk: S, where lsn is its stamp L); "" means lsn
 	commitTS        time.Time
 	chunk           *int32 // nil: NULL
 	batchID         *int64 // change rows only
@@ -63,10 +64,17 @@ func newStamper(in array.RecordReader, bronze *arrow.Schema, st stamp, progress 
 			v = scalar.NewStringScalar(st.captureInstance)
 		case sink.ColOperation:
 			v = scalar.NewInt32Scalar(sink.OperationSnapshot)
-		case sink.ColStartLSN, sink.ColSnapshot:
+		case sink.ColStartLSN:
 			v = scalar.NewStringScalar(st.lsn)
+		case sink.ColSnapshot:
+			v = scalar.NewStringScalar(st.lsn)
+			if st.snapshot != "" {
+				v = scalar.NewStringScalar(st.snapshot)
+			}
 		case sink.ColCommitTS:
-			v = scalar.NewTimestampScalar(arrow.Timestamp(st.commitTS.UnixMicro()), f.Type)
+			if !st.commitTS.IsZero() { // zero: the source has no time for the LSN
+				v = scalar.NewTimestampScalar(arrow.Timestamp(st.commitTS.UnixMicro()), f.Type)
+			}
 		case sink.ColChunk:
 			if st.chunk != nil {
 				v = scalar.NewInt32Scalar(*st.chunk)

@@ -26,10 +26,11 @@ var demoRegions = []string{"AMER-East", "AMER-West", "APAC", "EMEA-North", "EMEA
 // sales.orders keyed by (region varchar CI, order_id bigint), with
 // nvarchar, decimal, datetime2, date, bit, uniqueidentifier and NULLs.
 type demoDB struct {
-	db   *fake.DB
-	mu   sync.Mutex
-	rng  *rand.Rand
-	next int64
+	db       *fake.DB
+	mu       sync.Mutex
+	rng      *rand.Rand
+	next     int64
+	regionOf []uint8 // region index of order id i+1, so changes hit live keys
 }
 
 func newDemo(rows int) (*demoDB, error) {
@@ -66,6 +67,10 @@ func newDemo(rows int) (*demoDB, error) {
 	if _, err := db.EnableCDC("sales", "orders", demoInstance); err != nil {
 		return nil, err
 	}
+	// A live table: changes are captured before the snapshot starts too.
+	if err := d.commitChanges(); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -88,18 +93,20 @@ func (d *demoDB) row() fake.Row {
 	for i := range ref {
 		ref[i] = byte(r.Uint32())
 	}
-	return fake.Row{demoRegions[r.IntN(len(demoRegions))], d.next, customer, amount, placed, ship, r.IntN(4) == 0, ref}
+	region := r.IntN(len(demoRegions))
+	d.regionOf = append(d.regionOf, uint8(region))
+	return fake.Row{demoRegions[region], d.next, customer, amount, placed, ship, r.IntN(4) == 0, ref}
 }
 
-// changeDuringRead commits a transaction of inserts, updates and deletes
-// after every 16th page the snapshot reads: the stream must carry them.
+// changeDuringRead commits a transaction (an insert, an update, a delete)
+// after every 4th page the snapshot reads: the stream must carry them.
 func (d *demoDB) changeDuringRead() {
 	pages := 0
 	d.db.SetPageHook(func(ctx context.Context, p fake.Page) error {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		pages++
-		if pages%16 != 0 {
+		if pages%4 != 0 {
 			return nil
 		}
 		return d.commitChanges()
@@ -114,11 +121,10 @@ func (d *demoDB) commitChanges() error {
 	if err := tx.Insert("sales", "orders", ins); err != nil {
 		return err
 	}
-	// Update and delete existing orders (ids 1..rows, some already gone:
-	// those are skipped).
+	// Update and delete existing orders (one already deleted is skipped).
 	for _, op := range []string{"update", "delete"} {
 		id := 1 + d.rng.Int64N(d.next-1)
-		region := demoRegions[d.rng.IntN(len(demoRegions))]
+		region := demoRegions[d.regionOf[id-1]]
 		row, ok, err := d.db.Get("sales", "orders", []any{region, id})
 		if err != nil {
 			return err

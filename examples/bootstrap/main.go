@@ -15,7 +15,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -41,6 +40,7 @@ type config struct {
 	resnapshot bool
 	verbose    bool
 	progress   time.Duration
+	sourceOut  string
 }
 
 func main() {
@@ -53,6 +53,7 @@ func main() {
 	flag.BoolVar(&cfg.resnapshot, "resnapshot", false, "take a new snapshot even if the table holds one")
 	flag.BoolVar(&cfg.verbose, "v", false, "log decisions (partition strategy, commits) to stderr")
 	flag.DurationVar(&cfg.progress, "progress", time.Second, "interval of plain progress lines when stderr is not a terminal")
+	flag.StringVar(&cfg.sourceOut, "source-parquet", "", "also write the demo source table's final rows to this Parquet file (for checks with other readers)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -63,11 +64,8 @@ func main() {
 	}
 }
 
-// changeSource is a Source whose current table can be read back, for the
-// closing check; the demo fake is one.
-type changeSource interface {
-	source.Source
-}
+// changeSource is what the job reads: the demo fake or SQL Server.
+type changeSource = source.Source
 
 func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	logger := slog.New(slog.DiscardHandler)
@@ -140,8 +138,12 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if res.Existing {
 		fmt.Fprintf(stdout, "snapshot exists: %s already holds a snapshot of %s at LSN %s (version %d); read nothing\n", cfg.target, cfg.instance, res.LSN, res.Version)
 	} else {
+		commitTS := "unknown"
+		if !res.CommitTS.IsZero() {
+			commitTS = res.CommitTS.Format(time.RFC3339Nano)
+		}
 		fmt.Fprintf(stdout, "snapshot: %d rows of %s at LSN %s (commit time %s) in %s, %s rows/s, %d partitions\n",
-			res.Rows, cfg.instance, res.LSN, res.CommitTS.Format(time.RFC3339), elapsed.Round(time.Millisecond),
+			res.Rows, cfg.instance, res.LSN, commitTS, elapsed.Round(time.Millisecond),
 			groupDigits(int64(float64(res.Rows)/elapsed.Seconds())), res.Partitions)
 		fmt.Fprintf(stdout, "delta:    %s version %d, %d data files\n", cfg.target, res.Version, len(files))
 	}
@@ -176,6 +178,12 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		return fmt.Errorf("the table's latest image differs from the source:\n%v", diff)
 	}
 	fmt.Fprintf(stdout, "check:    latest image of %s equals the source table (%d keys)\n", cfg.target, keys)
+	if cfg.sourceOut != "" {
+		if err := demo.exportSource(ctx, cfg.sourceOut); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "source:   %s\n", cfg.sourceOut)
+	}
 	return nil
 }
 
@@ -196,5 +204,3 @@ func appendChanges(ctx context.Context, src source.Source, table *delta.Table, i
 	}
 	return counted.rows, nil
 }
-
-var errNoDSNSupport = errors.New("-dsn needs the SQL Server source")
