@@ -1,0 +1,57 @@
+// Package delta implements sink.Sink as a Delta Lake table in any
+// gocloud.dev/blob bucket: a local folder (a plain path or file://),
+// mem://, s3://, gs:// or azblob:// — a user changes only the URL.
+//
+// # Writing
+//
+// WritePartition streams Arrow records into Parquet files (arrow-go
+// pqarrow: snappy, timestamps INT64 microseconds, dictionary encoding only
+// on low-cardinality columns) rolled at Options.TargetFileSize, with
+// bounded memory (one buffered row group per writer). Each file's add
+// action carries statistics (numRecords, minValues, maxValues, nullCount)
+// gathered while it was written. The files stay invisible until
+// CommitSnapshot writes one commit referencing every partition's files.
+// AppendChanges appends change rows in one commit, idempotently per
+// (capture instance, batch id).
+//
+// Commits are written put-if-absent: the bucket's conditional write on
+// S3, GCS and Azure, and a hard link of a finished temporary file on a
+// local folder (atomic across processes; gocloud's fileblob checks only
+// within one process). A commit that loses a race re-reads the log and
+// retries at the next version, unless a snapshot of the same capture
+// instance landed meanwhile: then CommitSnapshot returns that snapshot and
+// an error wrapping sink.ErrSnapshotExists. A classic Parquet checkpoint
+// is written every Options.CheckpointInterval commits.
+//
+// The first write creates the table (protocol 1/2, the records' schema).
+// Records with extra nullable columns add them to the schema (the bronze
+// migration that added _snapshot and _chunk); any other difference is a
+// *SchemaError naming the column, before anything is written.
+//
+// # The durable snapshot record
+//
+// Delta checkpoints drop commitInfo, so a snapshot is recorded twice: in
+// commitInfo.userMetadata ({"snapshot", "lsn", "commit_ts"}, for people
+// reading the history) and in a txn action, which checkpoints keep and log
+// cleanup never removes. Its appId is
+//
+//	cdcsnap/snapshot/<capture instance, path-escaped>/<LSN>/<commit_ts µs>/<rows>
+//
+// and its version is the table version of the commit. FindSnapshot reads
+// only txn actions (from the checkpoint and the commits after it), never
+// commitInfo or a data file; the newest version of an instance wins, so a
+// resnapshot supersedes the earlier one. Change batches use appId
+// "cdcsnap/changes/<lower capture instance>" with the batch id as version.
+//
+// # Reading
+//
+// The reader replays the log from the newest complete classic checkpoint
+// (single or multi-part; _last_checkpoint is only a hint, so a stale or
+// missing one is fine) and the JSON commits after it, to list the live
+// files, the schema, the txn records and the snapshots. Tables that need
+// a protocol feature it does not implement (deletion vectors, column
+// mapping, v2 checkpoints, any unknown reader feature) are refused with an
+// *UnsupportedProtocolError naming the feature, never misread; writing
+// needs writer version 2 or below and an unpartitioned table. ReadAll
+// reads the live files back into Arrow.
+package delta

@@ -1,0 +1,114 @@
+package delta
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+)
+
+// TestParquetEncoding: snappy everywhere, dictionary pages on the bronze
+// columns with few values and on repetitive captured columns, none on
+// unique ones, and INT64 timestamps (never INT96).
+func TestParquetEncoding(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	tb := openLocal(t, dir, Options{})
+	schema := bronze(t, capturedSchema())
+	info := snapshotInfo(t, schema, "dbo_Orders", "0x0000002A00000F380003")
+	if _, err := takeSnapshot(ctx, t, tb, info, 1, 2000); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := tb.Files(ctx)
+	pf, err := file.OpenParquetFile(filepath.Join(dir, files[0].Path), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	rg := pf.MetaData().RowGroup(0)
+	want := map[string]bool{
+		"id": false, "name": false, "created": false, "ratio": false,
+		"qty": true, "tiny": true, // 100 and 200 distinct values in 2000 rows
+		"_capture_instance": true, "_operation": true, "_start_lsn": true, "_snapshot": true, "_commit_ts": true,
+	}
+	for i := 0; i < rg.NumColumns(); i++ {
+		cc, err := rg.ColumnChunk(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := cc.PathInSchema().String()
+		if cc.Compression() != compress.Codecs.Snappy {
+			t.Errorf("%s: compression %s", name, cc.Compression())
+		}
+		if cc.Type() == parquet.Types.Int96 {
+			t.Errorf("%s: INT96", name)
+		}
+		if w, ok := want[name]; ok && cc.HasDictionaryPage() != w {
+			t.Errorf("%s: dictionary page %v, want %v", name, cc.HasDictionaryPage(), w)
+		}
+	}
+}
+
+// TestRefusesToWriteForeignFeatures: a partitioned table (a copy of the
+// shared one's log) is read but not written.
+func TestRefusesToWriteForeignFeatures(t *testing.T) {
+	ctx := context.Background()
+	src := sharedTable(t, "checkpoint_with_partitions")
+	dir := t.TempDir()
+	if err := copyDir(filepath.Join(src, "_delta_log"), filepath.Join(dir, "_delta_log")); err != nil {
+		t.Fatal(err)
+	}
+	tb := openLocal(t, dir, Options{})
+	if _, err := tb.Files(ctx); err != nil {
+		t.Fatal(err)
+	}
+	schema := bronze(t, capturedSchema())
+	rr, _ := array.NewRecordReader(schema, nil)
+	var ue *UnsupportedProtocolError
+	if _, err := tb.AppendChanges(ctx, "x", 1, rr); !errors.As(err, &ue) || !ue.Write {
+		t.Fatalf("append to a partitioned table: %v", err)
+	}
+	if _, err := tb.ReadAll(ctx); !errors.As(err, &ue) {
+		t.Fatalf("ReadAll of a partitioned table: %v", err)
+	}
+}
+
+func copyDir(src, dst string) error {
+	if err := os.MkdirAll(dst, 0o777); err != nil {
+		return err
+	}
+	es, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	for _, e := range es {
+		if e.IsDir() {
+			continue
+		}
+		in, err := os.Open(filepath.Join(src, e.Name()))
+		if err != nil {
+			return err
+		}
+		out, err := os.Create(filepath.Join(dst, e.Name()))
+		if err != nil {
+			in.Close()
+			return err
+		}
+		_, err = io.Copy(out, in)
+		in.Close()
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

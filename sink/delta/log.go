@@ -1,0 +1,522 @@
+package delta
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
+)
+
+const logDir = "_delta_log/"
+
+// state is the table replayed up to version.
+type state struct {
+	version  int64 // -1: no table yet
+	protocol *Protocol
+	meta     *metaData
+	schema   Schema
+	files    map[string]*AddFile
+	removes  map[string]*removeFile
+	txns     map[string]Txn
+}
+
+func emptyState() *state {
+	return &state{version: -1, files: map[string]*AddFile{}, removes: map[string]*removeFile{}, txns: map[string]Txn{}}
+}
+
+func (s *state) clone() *state {
+	c := *s
+	c.files = make(map[string]*AddFile, len(s.files))
+	for k, v := range s.files {
+		c.files[k] = v
+	}
+	c.removes = make(map[string]*removeFile, len(s.removes))
+	for k, v := range s.removes {
+		c.removes[k] = v
+	}
+	c.txns = make(map[string]Txn, len(s.txns))
+	for k, v := range s.txns {
+		c.txns[k] = v
+	}
+	return &c
+}
+
+func (s *state) apply(a *action) error {
+	switch {
+	case a.Add != nil:
+		s.files[a.Add.Path] = a.Add
+		delete(s.removes, a.Add.Path)
+	case a.Remove != nil:
+		delete(s.files, a.Remove.Path)
+		s.removes[a.Remove.Path] = a.Remove
+	case a.MetaData != nil:
+		sc, err := parseSchema(a.MetaData.SchemaString)
+		if err != nil {
+			return err
+		}
+		s.meta, s.schema = a.MetaData, sc
+	case a.Protocol != nil:
+		s.protocol = a.Protocol
+	case a.Txn != nil:
+		s.txns[a.Txn.AppID] = *a.Txn
+	}
+	return nil
+}
+
+// sortedFiles returns the live files ordered by path.
+func (s *state) sortedFiles() []AddFile {
+	out := make([]AddFile, 0, len(s.files))
+	for _, f := range s.files {
+		out = append(out, *f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+var (
+	reCommit     = regexp.MustCompile(`^(\d{20})\.json$`)
+	reCheckpoint = regexp.MustCompile(`^(\d{20})\.checkpoint\.parquet$`)
+	reMultipart  = regexp.MustCompile(`^(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet$`)
+	reV2         = regexp.MustCompile(`^(\d{20})\.checkpoint\.[0-9a-fA-F-]{36}\.(json|parquet)$`)
+)
+
+// listing is what _delta_log holds.
+type listing struct {
+	commits map[int64]bool
+	// classic maps a version to its complete classic checkpoint files
+	// (one, or every part of a multi-part one, in part order).
+	classic map[int64][]string
+	v2      map[int64]bool
+	latest  int64 // -1 when the log is empty
+}
+
+func commitKey(v int64) string { return fmt.Sprintf("%s%020d.json", logDir, v) }
+
+func (t *Table) list(ctx context.Context) (*listing, error) {
+	l := &listing{commits: map[int64]bool{}, classic: map[int64][]string{}, v2: map[int64]bool{}, latest: -1}
+	parts := map[int64]map[int]map[int]string{} // version -> total -> part -> key
+	names, err := t.listLog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		key := logDir + name
+		if m := reCommit.FindStringSubmatch(name); m != nil {
+			v, _ := strconv.ParseInt(m[1], 10, 64)
+			l.commits[v] = true
+			l.latest = max(l.latest, v)
+		} else if m := reCheckpoint.FindStringSubmatch(name); m != nil {
+			v, _ := strconv.ParseInt(m[1], 10, 64)
+			l.classic[v] = []string{key}
+			l.latest = max(l.latest, v)
+		} else if m := reMultipart.FindStringSubmatch(name); m != nil {
+			v, _ := strconv.ParseInt(m[1], 10, 64)
+			p, _ := strconv.Atoi(m[2])
+			n, _ := strconv.Atoi(m[3])
+			if parts[v] == nil {
+				parts[v] = map[int]map[int]string{}
+			}
+			if parts[v][n] == nil {
+				parts[v][n] = map[int]string{}
+			}
+			parts[v][n][p] = key
+			// even an incomplete checkpoint says the table reached v
+			l.latest = max(l.latest, v)
+		} else if m := reV2.FindStringSubmatch(name); m != nil {
+			v, _ := strconv.ParseInt(m[1], 10, 64)
+			l.v2[v] = true
+			l.latest = max(l.latest, v)
+		}
+	}
+	for v, byTotal := range parts {
+		if _, ok := l.classic[v]; ok {
+			continue
+		}
+		for n, ps := range byTotal {
+			if len(ps) != n {
+				continue // incomplete multi-part checkpoint: ignore it
+			}
+			keys := make([]string, 0, n)
+			complete := true
+			for i := 1; i <= n; i++ {
+				k, ok := ps[i]
+				if !ok {
+					complete = false
+					break
+				}
+				keys = append(keys, k)
+			}
+			if complete {
+				l.classic[v] = keys
+				l.latest = max(l.latest, v)
+				break
+			}
+		}
+	}
+	return l, nil
+}
+
+// listLog returns the names of the files in _delta_log. A local table
+// reads the directory itself: fileblob's listing fails when a file
+// vanishes while it lists (another writer's temporary file).
+func (t *Table) listLog(ctx context.Context) ([]string, error) {
+	if t.localRoot != "" {
+		es, err := os.ReadDir(filepath.Join(t.localRoot, "_delta_log"))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("delta: listing %s%s: %w", t.url, logDir, err)
+		}
+		names := make([]string, 0, len(es))
+		for _, e := range es {
+			if !e.IsDir() {
+				names = append(names, e.Name())
+			}
+		}
+		return names, nil
+	}
+	var names []string
+	it := t.bucket.List(&blob.ListOptions{Prefix: logDir, Delimiter: "/"})
+	for {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			return names, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("delta: listing %s %s: %w", t.url, logDir, err)
+		}
+		if !obj.IsDir {
+			names = append(names, strings.TrimPrefix(obj.Key, logDir))
+		}
+	}
+}
+
+// lastCheckpoint is the _last_checkpoint file.
+type lastCheckpoint struct {
+	Version      int64           `json:"version"`
+	Size         int64           `json:"size"`
+	Parts        *int            `json:"parts,omitempty"`
+	SizeInBytes  int64           `json:"sizeInBytes,omitempty"`
+	NumOfAdd     int64           `json:"numOfAddFiles,omitempty"`
+	V2Checkpoint json.RawMessage `json:"v2Checkpoint,omitempty"`
+}
+
+// load replays the log up to version upTo (-1: the latest), starting from
+// base when base's version is still reachable by JSON commits.
+func (t *Table) load(ctx context.Context, base *state, upTo int64) (*state, error) {
+	l, err := t.list(ctx)
+	if err != nil {
+		return nil, err
+	}
+	target := l.latest
+	if upTo >= 0 {
+		if upTo > l.latest {
+			return nil, fmt.Errorf("delta: table %s has no version %d (latest %d)", t.url, upTo, l.latest)
+		}
+		target = upTo
+	}
+	if target < 0 {
+		return emptyState(), nil
+	}
+	// Incremental: base plus the commits after it.
+	if base != nil && base.version == target {
+		return base, nil // states are never modified once built
+	}
+	if base != nil && base.version >= 0 && base.version <= target {
+		ok := true
+		for v := base.version + 1; v <= target; v++ {
+			if !l.commits[v] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			s := base.clone()
+			if err := t.replayCommits(ctx, s, base.version+1, target); err != nil {
+				return nil, err
+			}
+			return s, t.checkRead(s)
+		}
+	}
+	// _last_checkpoint is a hint only: the listing decides which
+	// checkpoint to start from (it may point at an older one, or be
+	// missing). A v2 checkpoint it names means a v2Checkpoint table.
+	if b, err := t.bucket.ReadAll(ctx, logDir+"_last_checkpoint"); err == nil {
+		var lc lastCheckpoint
+		if json.Unmarshal(b, &lc) == nil && len(lc.V2Checkpoint) > 0 && string(lc.V2Checkpoint) != "null" {
+			return nil, &UnsupportedProtocolError{Table: t.url, Feature: "v2Checkpoint"}
+		}
+	} else if gcerrors.Code(err) != gcerrors.NotFound {
+		return nil, fmt.Errorf("delta: reading %s_last_checkpoint: %w", logDir, err)
+	}
+	cp := int64(-1)
+	for v := range l.classic {
+		if v <= target && v > cp {
+			cp = v
+		}
+	}
+	for v := range l.v2 {
+		if v <= target && v > cp {
+			return nil, &UnsupportedProtocolError{Table: t.url, Feature: "v2Checkpoint"}
+		}
+	}
+	s := emptyState()
+	from := int64(0)
+	if cp >= 0 {
+		if err := t.readCheckpoint(ctx, s, l.classic[cp]); err != nil {
+			return nil, err
+		}
+		s.version = cp
+		from = cp + 1
+		if err := t.checkRead(s); err != nil {
+			return nil, err
+		}
+	}
+	for v := from; v <= target; v++ {
+		if !l.commits[v] {
+			return nil, &CorruptLogError{File: commitKey(v), Err: fmt.Errorf("commit %d is missing (no checkpoint covers it; the log has versions up to %d)", v, target)}
+		}
+	}
+	if err := t.replayCommits(ctx, s, from, target); err != nil {
+		return nil, err
+	}
+	return s, t.checkRead(s)
+}
+
+func (t *Table) replayCommits(ctx context.Context, s *state, from, to int64) error {
+	for v := from; v <= to; v++ {
+		acts, err := t.readCommit(ctx, v)
+		if err != nil {
+			return err
+		}
+		for i := range acts {
+			if acts[i].Protocol != nil {
+				if err := t.checkProtocol(acts[i].Protocol); err != nil {
+					return err
+				}
+			}
+			if err := s.apply(&acts[i]); err != nil {
+				return &CorruptLogError{File: commitKey(v), Err: err}
+			}
+		}
+		s.version = v
+	}
+	return nil
+}
+
+func (t *Table) readCommit(ctx context.Context, v int64) ([]action, error) {
+	key := commitKey(v)
+	b, err := t.bucket.ReadAll(ctx, key)
+	if err != nil {
+		return nil, &CorruptLogError{File: key, Err: err}
+	}
+	return parseCommit(key, b)
+}
+
+func parseCommit(key string, b []byte) ([]action, error) {
+	var acts []action
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 1<<20), 1<<30)
+	line := 0
+	for sc.Scan() {
+		line++
+		l := bytes.TrimSpace(sc.Bytes())
+		if len(l) == 0 {
+			continue
+		}
+		var a action
+		if err := json.Unmarshal(l, &a); err != nil {
+			return nil, &CorruptLogError{File: key, Err: fmt.Errorf("line %d: %w", line, err)}
+		}
+		acts = append(acts, a)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, &CorruptLogError{File: key, Err: err}
+	}
+	return acts, nil
+}
+
+// readCheckpoint applies every action of a classic (single or multi-part)
+// Parquet checkpoint.
+func (t *Table) readCheckpoint(ctx context.Context, s *state, keys []string) error {
+	for _, key := range keys {
+		b, err := t.bucket.ReadAll(ctx, key)
+		if err != nil {
+			return &CorruptLogError{File: key, Err: err}
+		}
+		acts, err := checkpointActions(ctx, b)
+		if err != nil {
+			return &CorruptLogError{File: key, Err: err}
+		}
+		for i := range acts {
+			if acts[i].Protocol != nil {
+				if err := t.checkProtocol(acts[i].Protocol); err != nil {
+					return err
+				}
+			}
+			if err := s.apply(&acts[i]); err != nil {
+				return &CorruptLogError{File: key, Err: err}
+			}
+		}
+	}
+	return nil
+}
+
+// checkpointActions decodes a checkpoint Parquet file: each top-level
+// column (add, remove, metaData, protocol, txn) is marshalled by Arrow to
+// JSON and decoded like a JSON commit's action.
+func checkpointActions(ctx context.Context, b []byte) ([]action, error) {
+	pf, err := file.NewParquetReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, err
+	}
+	tbl, err := fr.ReadTable(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tbl.Release()
+	var acts []action
+	for i := 0; i < int(tbl.NumCols()); i++ {
+		col := tbl.Column(i)
+		name := col.Name()
+		switch name {
+		case "add", "remove", "metaData", "protocol", "txn":
+		default:
+			continue
+		}
+		for _, chunk := range col.Data().Chunks() {
+			raw, err := marshalColumn(chunk)
+			if err != nil {
+				return nil, fmt.Errorf("column %s: %w", name, err)
+			}
+			for _, r := range raw {
+				if len(r) == 0 || string(r) == "null" {
+					continue
+				}
+				var a action
+				if err := json.Unmarshal([]byte(`{"`+name+`":`+string(r)+`}`), &a); err != nil {
+					return nil, fmt.Errorf("column %s: %w", name, err)
+				}
+				acts = append(acts, a)
+			}
+		}
+	}
+	return acts, nil
+}
+
+func marshalColumn(arr arrow.Array) ([]json.RawMessage, error) {
+	st, ok := arr.(*array.Struct)
+	if !ok {
+		return nil, fmt.Errorf("want a struct column, have %s", arr.DataType())
+	}
+	b, err := st.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	var raw []json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// supportedReaderFeature reports table features this reader may ignore.
+func supportedReaderFeature(f string) bool { return f == "vacuumProtocolCheck" }
+
+func (t *Table) checkProtocol(p *Protocol) error {
+	var unsupported []string
+	for _, f := range p.ReaderFeatures {
+		if !supportedReaderFeature(f) {
+			unsupported = append(unsupported, f)
+		}
+	}
+	if len(unsupported) > 0 {
+		return &UnsupportedProtocolError{Table: t.url, Feature: strings.Join(unsupported, ",")}
+	}
+	switch {
+	case p.MinReaderVersion <= 1:
+		return nil
+	case p.MinReaderVersion == 2:
+		return &UnsupportedProtocolError{Table: t.url, Feature: "columnMapping"}
+	case p.MinReaderVersion == 3:
+		return nil
+	default:
+		return &UnsupportedProtocolError{Table: t.url, Feature: fmt.Sprintf("minReaderVersion=%d", p.MinReaderVersion)}
+	}
+}
+
+func (t *Table) checkRead(s *state) error {
+	if s.version < 0 {
+		return nil
+	}
+	if s.protocol == nil {
+		return &CorruptLogError{File: commitKey(s.version), Err: fmt.Errorf("no protocol action up to version %d", s.version)}
+	}
+	if s.meta == nil {
+		return &CorruptLogError{File: commitKey(s.version), Err: fmt.Errorf("no metaData action up to version %d", s.version)}
+	}
+	if err := t.checkProtocol(s.protocol); err != nil {
+		return err
+	}
+	if m := s.meta.Configuration["delta.columnMapping.mode"]; m != "" && m != "none" {
+		return &UnsupportedProtocolError{Table: t.url, Feature: "columnMapping"}
+	}
+	return nil
+}
+
+// checkWrite refuses to write tables whose protocol needs more than
+// writer version 2 (appendOnly and invariants), or that are partitioned.
+func (t *Table) checkWrite(s *state) error {
+	if s.version < 0 {
+		return nil
+	}
+	p := s.protocol
+	switch {
+	case p.MinWriterVersion <= 2:
+	case p.MinWriterVersion == 3:
+		return &UnsupportedProtocolError{Table: t.url, Feature: "checkConstraints", Write: true}
+	case p.MinWriterVersion == 4:
+		return &UnsupportedProtocolError{Table: t.url, Feature: "changeDataFeed/generatedColumns", Write: true}
+	case p.MinWriterVersion == 5:
+		return &UnsupportedProtocolError{Table: t.url, Feature: "columnMapping", Write: true}
+	case p.MinWriterVersion == 6:
+		return &UnsupportedProtocolError{Table: t.url, Feature: "identityColumns", Write: true}
+	default:
+		f := fmt.Sprintf("minWriterVersion=%d", p.MinWriterVersion)
+		for _, wf := range p.WriterFeatures {
+			if wf != "appendOnly" && wf != "invariants" {
+				f = wf
+				break
+			}
+		}
+		return &UnsupportedProtocolError{Table: t.url, Feature: f, Write: true}
+	}
+	if len(s.meta.PartitionColumns) > 0 {
+		return &UnsupportedProtocolError{Table: t.url, Feature: "partitionColumns", Write: true}
+	}
+	return nil
+}

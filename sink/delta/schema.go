@@ -1,0 +1,235 @@
+package delta
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// Field is one column of a Delta table schema.
+type Field struct {
+	// Name is the column name.
+	Name string `json:"name"`
+	// Type is the Delta type: "string", "long", "integer", "short",
+	// "byte", "double", "float", "boolean", "binary", "date",
+	// "timestamp", "decimal(p,s)"; nested types keep their JSON text.
+	Type json.RawMessage `json:"type"`
+	// Nullable reports whether the column may hold NULL.
+	Nullable bool `json:"nullable"`
+	// Metadata is the column metadata, kept as written.
+	Metadata map[string]any `json:"metadata"`
+}
+
+// TypeName returns the Delta type of a primitive column ("long",
+// "decimal(18,4)"), or the JSON text of a nested one.
+func (f Field) TypeName() string {
+	var s string
+	if json.Unmarshal(f.Type, &s) == nil {
+		return s
+	}
+	return string(f.Type)
+}
+
+// Schema is a Delta table schema (metaData.schemaString).
+type Schema struct {
+	// Fields are the top-level columns in table order.
+	Fields []Field `json:"fields"`
+}
+
+type schemaJSON struct {
+	Type   string  `json:"type"`
+	Fields []Field `json:"fields"`
+}
+
+func parseSchema(s string) (Schema, error) {
+	var js schemaJSON
+	if err := json.Unmarshal([]byte(s), &js); err != nil {
+		return Schema{}, fmt.Errorf("delta: schemaString: %w", err)
+	}
+	return Schema{Fields: js.Fields}, nil
+}
+
+func (s Schema) String() string {
+	fs := s.Fields
+	if fs == nil {
+		fs = []Field{}
+	}
+	for i := range fs {
+		if fs[i].Metadata == nil {
+			fs[i].Metadata = map[string]any{}
+		}
+	}
+	b, _ := json.Marshal(schemaJSON{Type: "struct", Fields: fs})
+	return string(b)
+}
+
+// field returns the column named name (exactly) and its index.
+func (s Schema) field(name string) (Field, int, bool) {
+	for i, f := range s.Fields {
+		if f.Name == name {
+			return f, i, true
+		}
+	}
+	return Field{}, -1, false
+}
+
+// deltaType returns the Delta type of an Arrow type, or an error for types
+// a bronze table cannot hold.
+func deltaType(t arrow.DataType) (string, error) {
+	switch tt := t.(type) {
+	case *arrow.StringType, *arrow.LargeStringType:
+		return "string", nil
+	case *arrow.Int8Type:
+		return "byte", nil
+	case *arrow.Int16Type:
+		return "short", nil
+	case *arrow.Int32Type:
+		return "integer", nil
+	case *arrow.Int64Type:
+		return "long", nil
+	case *arrow.Float32Type:
+		return "float", nil
+	case *arrow.Float64Type:
+		return "double", nil
+	case *arrow.BooleanType:
+		return "boolean", nil
+	case *arrow.BinaryType, *arrow.LargeBinaryType:
+		return "binary", nil
+	case *arrow.Date32Type:
+		return "date", nil
+	case *arrow.TimestampType:
+		if tt.Unit != arrow.Microsecond {
+			return "", fmt.Errorf("timestamp unit %s: Delta timestamps are microseconds (cast to timestamp[us, tz=UTC])", tt.Unit)
+		}
+		return "timestamp", nil
+	case *arrow.Decimal128Type:
+		if tt.Precision < 1 || tt.Precision > 38 || tt.Scale < 0 || tt.Scale > tt.Precision {
+			return "", fmt.Errorf("decimal(%d,%d) is outside Delta's decimal range", tt.Precision, tt.Scale)
+		}
+		return fmt.Sprintf("decimal(%d,%d)", tt.Precision, tt.Scale), nil
+	default:
+		return "", fmt.Errorf("arrow type %s has no Delta mapping in a bronze table", t)
+	}
+}
+
+// arrowType returns the Arrow type a Delta primitive type reads back as.
+func arrowType(delta string) (arrow.DataType, error) {
+	switch delta {
+	case "string":
+		return arrow.BinaryTypes.String, nil
+	case "byte":
+		return arrow.PrimitiveTypes.Int8, nil
+	case "short":
+		return arrow.PrimitiveTypes.Int16, nil
+	case "integer":
+		return arrow.PrimitiveTypes.Int32, nil
+	case "long":
+		return arrow.PrimitiveTypes.Int64, nil
+	case "float":
+		return arrow.PrimitiveTypes.Float32, nil
+	case "double":
+		return arrow.PrimitiveTypes.Float64, nil
+	case "boolean":
+		return arrow.FixedWidthTypes.Boolean, nil
+	case "binary":
+		return arrow.BinaryTypes.Binary, nil
+	case "date":
+		return arrow.FixedWidthTypes.Date32, nil
+	case "timestamp":
+		return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, nil
+	}
+	if strings.HasPrefix(delta, "decimal(") && strings.HasSuffix(delta, ")") {
+		ps := strings.Split(strings.TrimSuffix(strings.TrimPrefix(delta, "decimal("), ")"), ",")
+		if len(ps) == 2 {
+			p, err1 := strconv.Atoi(strings.TrimSpace(ps[0]))
+			s, err2 := strconv.Atoi(strings.TrimSpace(ps[1]))
+			if err1 == nil && err2 == nil {
+				return &arrow.Decimal128Type{Precision: int32(p), Scale: int32(s)}, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("delta type %s is not supported", delta)
+}
+
+// ArrowSchema returns the Arrow schema the table's rows read back in, as
+// ReadAll returns them.
+func (s Schema) ArrowSchema() (*arrow.Schema, error) {
+	fields := make([]arrow.Field, 0, len(s.Fields))
+	for _, f := range s.Fields {
+		t, err := arrowType(f.TypeName())
+		if err != nil {
+			return nil, &SchemaError{Column: f.Name, Reason: err.Error()}
+		}
+		fields = append(fields, arrow.Field{Name: f.Name, Type: t, Nullable: f.Nullable})
+	}
+	return arrow.NewSchema(fields, nil), nil
+}
+
+// schemaFromArrow converts an Arrow schema to a Delta schema, naming the
+// first column with no mapping.
+func schemaFromArrow(as *arrow.Schema) (Schema, error) {
+	var s Schema
+	seen := map[string]string{}
+	for _, f := range as.Fields() {
+		if prev, ok := seen[strings.ToLower(f.Name)]; ok {
+			return Schema{}, &SchemaError{Column: f.Name, Reason: fmt.Sprintf("equals column %q ignoring case", prev)}
+		}
+		seen[strings.ToLower(f.Name)] = f.Name
+		dt, err := deltaType(f.Type)
+		if err != nil {
+			return Schema{}, &SchemaError{Column: f.Name, Reason: err.Error()}
+		}
+		tj, _ := json.Marshal(dt)
+		s.Fields = append(s.Fields, Field{Name: f.Name, Type: tj, Nullable: f.Nullable, Metadata: map[string]any{}})
+	}
+	return s, nil
+}
+
+// evolve checks that records in schema rec can be written to a table with
+// schema table. It returns the table schema after the write: table itself
+// when rec adds nothing (changed false), or table plus rec's extra columns,
+// which must be nullable (changed true). Anything else is a *SchemaError
+// naming the column.
+func evolve(table Schema, rec *arrow.Schema) (Schema, bool, error) {
+	incoming, err := schemaFromArrow(rec)
+	if err != nil {
+		return Schema{}, false, err
+	}
+	byLower := map[string]Field{}
+	for _, f := range incoming.Fields {
+		byLower[strings.ToLower(f.Name)] = f
+	}
+	tableLower := map[string]bool{}
+	for _, tf := range table.Fields {
+		tableLower[strings.ToLower(tf.Name)] = true
+		inf, ok := byLower[strings.ToLower(tf.Name)]
+		if !ok {
+			return Schema{}, false, &SchemaError{Column: tf.Name, Reason: "the table has this column and the records do not"}
+		}
+		if inf.Name != tf.Name {
+			return Schema{}, false, &SchemaError{Column: inf.Name, Reason: fmt.Sprintf("differs in case from the table's column %q", tf.Name)}
+		}
+		if inf.TypeName() != tf.TypeName() {
+			return Schema{}, false, &SchemaError{Column: tf.Name, Reason: fmt.Sprintf("the table has type %s, the records %s", tf.TypeName(), inf.TypeName())}
+		}
+		if _, bad := tf.Metadata["delta.invariants"]; bad {
+			return Schema{}, false, &SchemaError{Column: tf.Name, Reason: "has a delta.invariants constraint this writer does not enforce"}
+		}
+	}
+	out := Schema{Fields: append([]Field(nil), table.Fields...)}
+	changed := false
+	for _, f := range incoming.Fields {
+		if tableLower[strings.ToLower(f.Name)] {
+			continue
+		}
+		if !f.Nullable {
+			return Schema{}, false, &SchemaError{Column: f.Name, Reason: "is new to the table and not nullable (only nullable columns can be added)"}
+		}
+		out.Fields = append(out.Fields, f)
+		changed = true
+	}
+	return out, changed, nil
+}

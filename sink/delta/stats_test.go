@@ -1,0 +1,195 @@
+package delta
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+
+	"github.com/cdcsnap/cdcsnap/sink"
+)
+
+// TestStatsMatchData writes files rolled small, reads each file's rows
+// back and checks numRecords, nullCount, minValues and maxValues against
+// them; long strings are truncated and the max stays an upper bound.
+func TestStatsMatchData(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	tb := openLocal(t, dir, Options{TargetFileSize: 1, RowGroupRows: 50})
+	schema := bronze(t, capturedSchema())
+	info := snapshotInfo(t, schema, "dbo_Orders", "0x0000002A00000F380003")
+	var recs []arrow.RecordBatch
+	for i := 0; i < 3; i++ {
+		recs = append(recs, buildRecord(t, schema, i*70, 70, rowSpec{ci: "dbo_Orders", startLSN: info.LSN.String(), commitTS: baseTime, snapshot: info.LSN.String()}))
+	}
+	part, err := tb.WritePartition(ctx, info, 0, reader(t, schema, recs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.CommitSnapshot(ctx, info, []sink.Part{part}); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := tb.Files(ctx)
+	if len(files) != 3 {
+		t.Fatalf("%d files, want one per record (TargetFileSize 1)", len(files))
+	}
+	var total int64
+	for _, f := range files {
+		st, err := f.ParseStats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Read this file alone through a table holding only it.
+		one := &Table{url: tb.url, bucket: tb.bucket, log: tb.log}
+		rr := &tableReader{ctx: ctx, t: one, files: []AddFile{f}, schema: schema, refs: 1}
+		var n int64
+		for rr.Next() {
+			rec := rr.RecordBatch()
+			n += rec.NumRows()
+			checkStats(t, f.Path, rec, st)
+		}
+		if rr.Err() != nil {
+			t.Fatal(rr.Err())
+		}
+		rr.Release()
+		if n != st.NumRecords {
+			t.Fatalf("%s: numRecords %d, file holds %d", f.Path, st.NumRecords, n)
+		}
+		total += n
+	}
+	if total != 210 {
+		t.Fatal(total)
+	}
+}
+
+// checkStats checks one file's stats against its rows (rec: the whole file).
+func checkStats(t *testing.T, path string, rec arrow.RecordBatch, st FileStats) {
+	t.Helper()
+	for i, f := range rec.Schema().Fields() {
+		col := rec.Column(i)
+		if got := st.NullCount[f.Name]; got != int64(col.NullN()) {
+			t.Errorf("%s %s: nullCount %d, data %d", path, f.Name, got, col.NullN())
+		}
+		mn, hasMin := st.MinValues[f.Name]
+		mx := st.MaxValues[f.Name]
+		switch a := col.(type) {
+		case *array.Binary, *array.Boolean:
+			if hasMin {
+				t.Errorf("%s: %s has min/max stats", path, f.Name)
+			}
+		case *array.String:
+			var lo, hi string
+			first := true
+			for j := 0; j < a.Len(); j++ {
+				if a.IsNull(j) {
+					continue
+				}
+				v := a.Value(j)
+				if first || v < lo {
+					lo = v
+				}
+				if first || v > hi {
+					hi = v
+				}
+				first = false
+			}
+			if first {
+				break
+			}
+			smin, smax := mn.(string), mx.(string)
+			if utf8.RuneCountInString(smin) > statsPrefixLen || !strings.HasPrefix(lo, smin) || smin > lo {
+				t.Errorf("%s %s: min %q for data min %q", path, f.Name, smin, lo)
+			}
+			if smax < hi || (smax != hi && !strings.HasPrefix(smax, truncMin(hi))) {
+				t.Errorf("%s %s: max %q for data max %q", path, f.Name, smax, hi)
+			}
+			if len(hi) > 2*statsPrefixLen && smax == hi {
+				t.Errorf("%s %s: long max not truncated", path, f.Name)
+			}
+		default:
+			lo, hi, ok := dataMinMax(col)
+			if !ok {
+				continue
+			}
+			if js(mn) != js(lo) || js(mx) != js(hi) {
+				t.Errorf("%s %s: stats min %v max %v, data min %v max %v", path, f.Name, js(mn), js(mx), js(lo), js(hi))
+			}
+		}
+	}
+}
+
+func js(v any) string {
+	b, _ := json.Marshal(v)
+	return strings.Trim(string(b), `"`)
+}
+
+// dataMinMax computes min and max independently of the writer, in the
+// JSON form Delta stats use.
+func dataMinMax(col arrow.Array) (any, any, bool) {
+	var lo, hi float64
+	var dlo, dhi decimal128.Num
+	first := true
+	for j := 0; j < col.Len(); j++ {
+		if col.IsNull(j) {
+			continue
+		}
+		var v float64
+		switch a := col.(type) {
+		case *array.Decimal128:
+			d := a.Value(j)
+			if first || d.Less(dlo) {
+				dlo = d
+			}
+			if first || d.Greater(dhi) {
+				dhi = d
+			}
+			first = false
+			continue
+		case *array.Int64:
+			v = float64(a.Value(j))
+		case *array.Int32:
+			v = float64(a.Value(j))
+		case *array.Int16:
+			v = float64(a.Value(j))
+		case *array.Int8:
+			v = float64(a.Value(j))
+		case *array.Float64:
+			v = a.Value(j)
+		case *array.Float32:
+			v = float64(a.Value(j))
+		case *array.Date32:
+			v = float64(a.Value(j))
+		case *array.Timestamp:
+			v = float64(a.Value(j))
+		default:
+			return nil, nil, false
+		}
+		if first || v < lo {
+			lo = v
+		}
+		if first || v > hi {
+			hi = v
+		}
+		first = false
+	}
+	if first {
+		return nil, nil, false
+	}
+	switch a := col.(type) {
+	case *array.Decimal128:
+		sc := a.DataType().(*arrow.Decimal128Type).Scale
+		return json.Number(dlo.ToString(sc)), json.Number(dhi.ToString(sc)), true
+	case *array.Date32:
+		return arrow.Date32(lo).FormattedString(), arrow.Date32(hi).FormattedString(), true
+	case *array.Timestamp:
+		return formatTS(int64(lo)), formatTS(int64(hi)), true
+	case *array.Float32:
+		return float64(float32(lo)), float64(float32(hi)), true
+	}
+	return json.Number(js(lo)), json.Number(js(hi)), true
+}

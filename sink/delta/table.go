@@ -1,0 +1,256 @@
+package delta
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"gocloud.dev/blob"
+	_ "gocloud.dev/blob/azureblob" // azblob:// tables
+	"gocloud.dev/blob/fileblob"
+	_ "gocloud.dev/blob/gcsblob" // gs:// tables
+	_ "gocloud.dev/blob/memblob" // mem:// tables
+	_ "gocloud.dev/blob/s3blob"  // s3:// tables
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/cdcsnap/cdcsnap/sink"
+)
+
+// Options tune a Table. The zero value is ready to use. Writes run in
+// parallel as the caller's partitions do: each WritePartition call is one
+// Parquet writer.
+type Options struct {
+	// TargetFileSize is the compressed size at which a data file is closed
+	// and the next one started. Zero means 128 MiB.
+	TargetFileSize int64
+	// RowGroupRows is the most rows in a Parquet row group; a row group is
+	// buffered in memory until it is full (or reaches 64 MiB compressed),
+	// which bounds each writer's memory. Zero means 1,048,576.
+	RowGroupRows int
+	// CheckpointInterval writes a classic Parquet checkpoint after every
+	// commit whose version is a multiple of it. Zero means 10; a negative
+	// value disables checkpoints.
+	CheckpointInterval int
+	// Logger receives debug and warning messages. Nil means silent.
+	Logger *slog.Logger
+}
+
+func (o Options) targetFileSize() int64 {
+	if o.TargetFileSize <= 0 {
+		return 128 << 20
+	}
+	return o.TargetFileSize
+}
+
+func (o Options) rowGroupRows() int {
+	if o.RowGroupRows <= 0 {
+		return 1 << 20
+	}
+	return o.RowGroupRows
+}
+
+func (o Options) checkpointInterval() int64 {
+	if o.CheckpointInterval == 0 {
+		return 10
+	}
+	return int64(o.CheckpointInterval)
+}
+
+// Table is a Delta Lake table in a blob bucket. It implements sink.Sink
+// and is safe for concurrent use; several processes may write the same
+// table (commits are put-if-absent).
+type Table struct {
+	url       string
+	bucket    *blob.Bucket
+	ownBucket bool
+	localRoot string // the table's folder for a local table, else ""
+	opts      Options
+	log       *slog.Logger
+
+	mu     sync.Mutex
+	cache  *state
+	closed bool
+}
+
+var _ sink.Sink = (*Table)(nil)
+
+// Open opens the Delta table at rawURL, which need not exist yet (the
+// first write creates it). rawURL is a local folder (a plain path or
+// file:///path), mem:// (a new, empty in-memory bucket per Open), or a
+// cloud URL whose path is the table's folder in the bucket:
+// s3://bucket/path, gs://bucket/path, azblob://container/path, with the
+// query parameters of the gocloud.dev driver (region=..., and so on).
+func Open(ctx context.Context, rawURL string, opts Options) (*Table, error) {
+	u, err := url.Parse(rawURL)
+	local := err != nil || u.Scheme == "" || len(u.Scheme) == 1 // "C:\..." on Windows
+	if !local && u.Scheme == "file" {
+		local = true
+	}
+	if local {
+		dir := rawURL
+		if err == nil && u.Scheme == "file" {
+			dir = u.Path
+		}
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, fmt.Errorf("delta: table path %q: %w", rawURL, err)
+		}
+		if err := os.MkdirAll(abs, 0o777); err != nil {
+			return nil, fmt.Errorf("delta: creating table folder %s: %w", abs, err)
+		}
+		b, err := fileblob.OpenBucket(abs, &fileblob.Options{Metadata: fileblob.MetadataDontWrite, NoTempDir: true})
+		if err != nil {
+			return nil, fmt.Errorf("delta: opening table folder %s: %w", abs, err)
+		}
+		t := newTable(rawURL, b, opts)
+		t.ownBucket, t.localRoot = true, abs
+		return t, nil
+	}
+	burl := bucketURL(u)
+	b, err := blob.OpenBucket(ctx, burl)
+	if err != nil {
+		return nil, fmt.Errorf("delta: opening bucket for table %s: %w", rawURL, err)
+	}
+	t := newTable(rawURL, b, opts)
+	t.ownBucket = true
+	return t, nil
+}
+
+// bucketURL turns a table URL into the gocloud bucket URL: the path
+// becomes the bucket's prefix (mem:// keeps no path).
+func bucketURL(u *url.URL) string {
+	c := *u
+	if c.Scheme == "mem" {
+		return "mem://"
+	}
+	p := strings.Trim(c.Path, "/")
+	if p == "" {
+		return c.String()
+	}
+	q := c.Query()
+	if q.Get("prefix") == "" {
+		q.Set("prefix", p+"/")
+	}
+	c.Path, c.RawPath, c.RawQuery = "", "", q.Encode()
+	return c.String()
+}
+
+// OpenBucket opens the Delta table at the root of an open bucket (use
+// blob.PrefixedBucket for a folder in it). Close leaves the bucket open.
+// Commits use the bucket's IfNotExist writes, which are atomic across
+// processes on S3, GCS and Azure but only within one process on fileblob:
+// use Open for a local folder shared by processes.
+func OpenBucket(b *blob.Bucket, name string, opts Options) *Table {
+	return newTable(name, b, opts)
+}
+
+func newTable(name string, b *blob.Bucket, opts Options) *Table {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Table{url: name, bucket: b, opts: opts, log: log.With("table", name)}
+}
+
+// Close releases the bucket Open opened. The table's methods fail with
+// ErrClosed afterwards.
+func (t *Table) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	if t.ownBucket {
+		return t.bucket.Close()
+	}
+	return nil
+}
+
+// current returns the table's latest state, replaying only the commits
+// after the cached one when it can.
+func (t *Table) current(ctx context.Context) (*state, error) {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil, ErrClosed
+	}
+	base := t.cache
+	t.mu.Unlock()
+	s, err := t.load(ctx, base, -1)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	if t.cache == nil || s.version >= t.cache.version {
+		t.cache = s
+	}
+	t.mu.Unlock()
+	return s, nil
+}
+
+// Version returns the table's latest version, -1 when it does not exist.
+func (t *Table) Version(ctx context.Context) (int64, error) {
+	s, err := t.current(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return s.version, nil
+}
+
+// Files returns the live data files (add actions) ordered by path.
+func (t *Table) Files(ctx context.Context) ([]AddFile, error) {
+	s, err := t.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.sortedFiles(), nil
+}
+
+// Schema returns the table's Delta schema (no fields when the table does
+// not exist).
+func (t *Table) Schema(ctx context.Context) (Schema, error) {
+	s, err := t.current(ctx)
+	if err != nil {
+		return Schema{}, err
+	}
+	return s.schema, nil
+}
+
+// Protocol returns the table's protocol action (nil when the table does
+// not exist).
+func (t *Table) Protocol(ctx context.Context) (*Protocol, error) {
+	s, err := t.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.protocol, nil
+}
+
+// Txns returns the live txn (SetTransaction) actions by appId.
+func (t *Table) Txns(ctx context.Context) (map[string]Txn, error) {
+	s, err := t.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Txn, len(s.txns))
+	for k, v := range s.txns {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// ArrowSchema is Schema as Arrow (see Schema.ArrowSchema).
+func (t *Table) ArrowSchema(ctx context.Context) (*arrow.Schema, error) {
+	s, err := t.Schema(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.ArrowSchema()
+}

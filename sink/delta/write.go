@@ -1,0 +1,486 @@
+package delta
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"gocloud.dev/blob"
+
+	"github.com/cdcsnap/cdcsnap/sink"
+)
+
+// statsPrefixLen is how many characters of a string min/max are kept: the
+// protocol lets writers truncate string statistics (Spark keeps 32).
+const statsPrefixLen = 32
+
+// maxRune sorts after every character: a truncated max gets it appended so
+// it stays an upper bound (Spark's tie-breaker).
+const maxRune = '\U0010FFFF'
+
+// alwaysDictionary reports the bronze columns with few distinct values
+// per file.
+func alwaysDictionary(name string) bool {
+	switch name {
+	case sink.ColCaptureInstance, sink.ColOperation, sink.ColStartLSN, sink.ColSeqval,
+		sink.ColSnapshot, sink.ColChunk, sink.ColCommandID, sink.ColBatchID:
+		return true
+	}
+	return false
+}
+
+// colStats accumulates one column's statistics while it is written.
+type colStats struct {
+	nulls      int64
+	has        bool
+	minI, maxI int64
+	minF, maxF float64
+	minS, maxS string
+	minD, maxD decimal128.Num
+	skipMinMax bool // NaN seen, or a type without min/max
+}
+
+func (c *colStats) update(arr arrow.Array) {
+	n := arr.Len()
+	c.nulls += int64(arr.NullN())
+	allValid := arr.NullN() == 0
+	switch a := arr.(type) {
+	case *array.Int8:
+		for i := 0; i < n; i++ {
+			if allValid || a.IsValid(i) {
+				c.int(int64(a.Value(i)))
+			}
+		}
+	case *array.Int16:
+		for i := 0; i < n; i++ {
+			if allValid || a.IsValid(i) {
+				c.int(int64(a.Value(i)))
+			}
+		}
+	case *array.Int32:
+		vs := a.Int32Values()
+		for i, v := range vs {
+			if allValid || a.IsValid(i) {
+				c.int(int64(v))
+			}
+		}
+	case *array.Int64:
+		vs := a.Int64Values()
+		for i, v := range vs {
+			if allValid || a.IsValid(i) {
+				c.int(v)
+			}
+		}
+	case *array.Date32:
+		vs := a.Date32Values()
+		for i, v := range vs {
+			if allValid || a.IsValid(i) {
+				c.int(int64(v))
+			}
+		}
+	case *array.Timestamp:
+		vs := a.TimestampValues()
+		for i, v := range vs {
+			if allValid || a.IsValid(i) {
+				c.int(int64(v))
+			}
+		}
+	case *array.Float32:
+		for i := 0; i < n; i++ {
+			if allValid || a.IsValid(i) {
+				c.float(float64(a.Value(i)))
+			}
+		}
+	case *array.Float64:
+		for i := 0; i < n; i++ {
+			if allValid || a.IsValid(i) {
+				c.float(a.Value(i))
+			}
+		}
+	case *array.String:
+		for i := 0; i < n; i++ {
+			if allValid || a.IsValid(i) {
+				c.str(a.Value(i))
+			}
+		}
+	case *array.LargeString:
+		for i := 0; i < n; i++ {
+			if allValid || a.IsValid(i) {
+				c.str(a.Value(i))
+			}
+		}
+	case *array.Decimal128:
+		for i := 0; i < n; i++ {
+			if allValid || a.IsValid(i) {
+				v := a.Value(i)
+				if !c.has {
+					c.minD, c.maxD, c.has = v, v, true
+				} else if v.Less(c.minD) {
+					c.minD = v
+				} else if v.Greater(c.maxD) {
+					c.maxD = v
+				}
+			}
+		}
+	default:
+		c.skipMinMax = true // boolean, binary: nullCount only
+	}
+}
+
+func (c *colStats) int(v int64) {
+	if !c.has {
+		c.minI, c.maxI, c.has = v, v, true
+	} else if v < c.minI {
+		c.minI = v
+	} else if v > c.maxI {
+		c.maxI = v
+	}
+}
+
+func (c *colStats) float(v float64) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		c.skipMinMax = true
+		return
+	}
+	if !c.has {
+		c.minF, c.maxF, c.has = v, v, true
+	} else if v < c.minF {
+		c.minF = v
+	} else if v > c.maxF {
+		c.maxF = v
+	}
+}
+
+func (c *colStats) str(v string) {
+	if !c.has {
+		c.minS, c.maxS, c.has = strings.Clone(v), strings.Clone(v), true
+	} else if v < c.minS {
+		c.minS = strings.Clone(v)
+	} else if v > c.maxS {
+		c.maxS = strings.Clone(v)
+	}
+}
+
+// truncMin keeps the first statsPrefixLen characters: a prefix sorts at or
+// below the value.
+func truncMin(s string) string {
+	if utf8.RuneCountInString(s) <= statsPrefixLen {
+		return s
+	}
+	i, n := 0, 0
+	for i = range s {
+		if n == statsPrefixLen {
+			break
+		}
+		n++
+	}
+	return s[:i]
+}
+
+// truncMax keeps the prefix and appends maxRune, so it sorts above every
+// string with that prefix that was written.
+func truncMax(s string) string {
+	p := truncMin(s)
+	if p == s {
+		return s
+	}
+	return p + string(maxRune)
+}
+
+// minMax returns the JSON values of min and max, ok false when there are
+// none.
+func (c *colStats) minMax(t arrow.DataType) (any, any, bool) {
+	if !c.has || c.skipMinMax {
+		return nil, nil, false
+	}
+	switch tt := t.(type) {
+	case *arrow.Int8Type, *arrow.Int16Type, *arrow.Int32Type, *arrow.Int64Type:
+		return c.minI, c.maxI, true
+	case *arrow.Date32Type:
+		return arrow.Date32(c.minI).FormattedString(), arrow.Date32(c.maxI).FormattedString(), true
+	case *arrow.TimestampType:
+		return formatTS(c.minI), formatTS(c.maxI), true
+	case *arrow.Float32Type, *arrow.Float64Type:
+		return c.minF, c.maxF, true
+	case *arrow.StringType, *arrow.LargeStringType:
+		return truncMin(c.minS), truncMax(c.maxS), true
+	case *arrow.Decimal128Type:
+		return json.Number(c.minD.ToString(tt.Scale)), json.Number(c.maxD.ToString(tt.Scale)), true
+	}
+	return nil, nil, false
+}
+
+func formatTS(micros int64) string {
+	return time.UnixMicro(micros).UTC().Format("2006-01-02T15:04:05.000000Z")
+}
+
+// countingWriter counts bytes on their way to the blob.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// dataFile is one Parquet file being written.
+type dataFile struct {
+	name   string
+	cancel context.CancelFunc
+	bw     *blob.Writer
+	cw     *countingWriter
+	fw     *pqarrow.FileWriter
+	stats  []colStats
+	rows   int64
+}
+
+// fileSet writes the records of one partition into files rolled at the
+// target size, one file at a time (bounded memory: one buffered row group).
+type fileSet struct {
+	t         *Table
+	schema    *arrow.Schema
+	partition int
+	props     *parquet.WriterProperties
+	cur       *dataFile
+	done      []AddFile
+	seq       int
+}
+
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// writerProps decides per column whether to dictionary-encode, from the
+// first batch: always for the bronze columns with few values, otherwise
+// when its distinct values are at most a tenth of its rows.
+func (t *Table) writerProps(rec arrow.RecordBatch) *parquet.WriterProperties {
+	opts := []parquet.WriterProperty{
+		parquet.WithCompression(compress.Codecs.Snappy),
+		parquet.WithDictionaryDefault(false),
+		parquet.WithMaxRowGroupLength(int64(t.opts.rowGroupRows())),
+		parquet.WithCreatedBy("cdcsnap (arrow-go parquet)"),
+	}
+	for i, f := range rec.Schema().Fields() {
+		if alwaysDictionary(f.Name) || lowCardinality(rec.Column(i)) {
+			opts = append(opts, parquet.WithDictionaryFor(f.Name, true))
+		}
+	}
+	return parquet.NewWriterProperties(opts...)
+}
+
+// lowCardinality samples up to 4096 values of a column.
+func lowCardinality(arr arrow.Array) bool {
+	n := min(arr.Len(), 4096)
+	if n < 16 {
+		return false
+	}
+	seen := map[any]struct{}{}
+	limit := n / 10
+	for i := 0; i < n; i++ {
+		if arr.IsNull(i) {
+			continue
+		}
+		var k any
+		switch a := arr.(type) {
+		case *array.String:
+			k = a.Value(i)
+		case *array.Int32:
+			k = a.Value(i)
+		case *array.Int64:
+			k = a.Value(i)
+		case *array.Int16:
+			k = a.Value(i)
+		case *array.Int8:
+			k = a.Value(i)
+		case *array.Date32:
+			k = a.Value(i)
+		case *array.Timestamp:
+			k = a.Value(i)
+		case *array.Decimal128:
+			k = a.Value(i)
+		default:
+			return false
+		}
+		seen[k] = struct{}{}
+		if len(seen) > limit {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *fileSet) open(ctx context.Context) error {
+	s.seq++
+	name := fmt.Sprintf("part-%05d-%s-c%03d.snappy.parquet", s.partition, newUUID(), s.seq-1)
+	wctx, cancel := context.WithCancel(ctx)
+	bw, err := s.t.bucket.NewWriter(wctx, name, &blob.WriterOptions{ContentType: "application/octet-stream"})
+	if err != nil {
+		cancel()
+		return fmt.Errorf("delta: creating data file %s: %w", name, err)
+	}
+	cw := &countingWriter{w: bw}
+	fw, err := pqarrow.NewFileWriter(s.schema, cw, s.props, pqarrow.DefaultWriterProps())
+	if err != nil {
+		cancel()
+		_ = bw.Close()
+		return fmt.Errorf("delta: parquet writer for %s: %w", name, err)
+	}
+	s.cur = &dataFile{name: name, cancel: cancel, bw: bw, cw: cw, fw: fw, stats: make([]colStats, s.schema.NumFields())}
+	return nil
+}
+
+func (s *fileSet) write(ctx context.Context, rec arrow.RecordBatch) error {
+	if rec.NumRows() == 0 {
+		return nil
+	}
+	if s.props == nil {
+		s.props = s.t.writerProps(rec)
+	}
+	if s.cur == nil {
+		if err := s.open(ctx); err != nil {
+			return err
+		}
+	}
+	f := s.cur
+	if err := f.fw.WriteBuffered(rec); err != nil {
+		return fmt.Errorf("delta: writing %s: %w", f.name, err)
+	}
+	for i := range f.stats {
+		f.stats[i].update(rec.Column(i))
+	}
+	f.rows += rec.NumRows()
+	if f.fw.RowGroupTotalCompressedBytes() >= rowGroupBytes {
+		f.fw.NewBufferedRowGroup()
+	}
+	if f.fw.TotalCompressedBytes() >= s.t.opts.targetFileSize() {
+		return s.finish()
+	}
+	return nil
+}
+
+// rowGroupBytes bounds a buffered row group's compressed size.
+const rowGroupBytes = 64 << 20
+
+// finish closes the current file and records its add action.
+func (s *fileSet) finish() error {
+	f := s.cur
+	if f == nil {
+		return nil
+	}
+	s.cur = nil
+	defer f.cancel()
+	if err := f.fw.Close(); err != nil {
+		f.cancel()
+		_ = f.bw.Close()
+		return fmt.Errorf("delta: closing data file %s: %w", f.name, err)
+	}
+	if err := f.bw.Close(); err != nil {
+		return fmt.Errorf("delta: closing data file %s: %w", f.name, err)
+	}
+	st := FileStats{NumRecords: f.rows, MinValues: map[string]any{}, MaxValues: map[string]any{}, NullCount: map[string]int64{}}
+	for i, fld := range s.schema.Fields() {
+		st.NullCount[fld.Name] = f.stats[i].nulls
+		if mn, mx, ok := f.stats[i].minMax(fld.Type); ok {
+			st.MinValues[fld.Name] = mn
+			st.MaxValues[fld.Name] = mx
+		}
+	}
+	sb, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("delta: stats of %s: %w", f.name, err)
+	}
+	s.done = append(s.done, AddFile{
+		Path:             f.name,
+		PartitionValues:  StringMap{},
+		Size:             f.cw.n,
+		ModificationTime: time.Now().UnixMilli(),
+		DataChange:       true,
+		Stats:            string(sb),
+	})
+	return nil
+}
+
+// abort cancels the file being written (the blob store drops it) and
+// deletes the finished ones, best effort: they were never referenced.
+func (s *fileSet) abort(ctx context.Context) {
+	if f := s.cur; f != nil {
+		s.cur = nil
+		f.cancel()
+		_ = f.fw.Close()
+		_ = f.bw.Close()
+	}
+	for _, a := range s.done {
+		_ = s.t.bucket.Delete(context.WithoutCancel(ctx), a.Path)
+	}
+	s.done = nil
+}
+
+// writeRecords writes every record of rr (which must all be in schema)
+// into new data files and returns their add actions. On error nothing it
+// wrote stays referenced (and it tries to delete what it wrote).
+func (t *Table) writeRecords(ctx context.Context, schema *arrow.Schema, partition int, rr array.RecordReader) ([]AddFile, int64, error) {
+	s := &fileSet{t: t, schema: schema, partition: partition}
+	var rows int64
+	fail := func(err error) ([]AddFile, int64, error) {
+		s.abort(ctx)
+		return nil, 0, err
+	}
+	for rr.Next() {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		rec := rr.RecordBatch()
+		if !rec.Schema().Equal(schema) {
+			return fail(schemaMismatch(schema, rec.Schema()))
+		}
+		if err := s.write(ctx, rec); err != nil {
+			return fail(err)
+		}
+		rows += rec.NumRows()
+	}
+	if err := rr.Err(); err != nil {
+		return fail(fmt.Errorf("delta: reading records: %w", err))
+	}
+	if err := s.finish(); err != nil {
+		return fail(err)
+	}
+	return s.done, rows, nil
+}
+
+// schemaMismatch names the first column where got differs from want.
+func schemaMismatch(want, got *arrow.Schema) error {
+	for i, f := range want.Fields() {
+		if i >= got.NumFields() {
+			return &SchemaError{Column: f.Name, Reason: "missing from a record batch"}
+		}
+		g := got.Field(i)
+		if g.Name != f.Name || !arrow.TypeEqual(g.Type, f.Type) || g.Nullable != f.Nullable {
+			return &SchemaError{Column: f.Name, Reason: fmt.Sprintf("a record batch has %s %s where the schema has %s %s", g.Name, g.Type, f.Name, f.Type)}
+		}
+	}
+	if got.NumFields() > want.NumFields() {
+		return &SchemaError{Column: got.Field(want.NumFields()).Name, Reason: "a record batch has this extra column"}
+	}
+	return &SchemaError{Column: "?", Reason: "a record batch's schema differs (metadata)"}
+}
