@@ -26,6 +26,7 @@ builder = (
     .config("spark.sql.shuffle.partitions", "2")
     .config("spark.databricks.delta.snapshotPartitions", "2")
     .config("spark.sql.session.timeZone", "UTC")
+    .config("spark.sql.warehouse.dir", ".cache/spark/warehouse")
 )
 spark = configure_spark_with_delta_pip(builder).getOrCreate()
 spark.sparkContext.setLogLevel("ERROR")

@@ -22,7 +22,8 @@ var ErrSinkClosed = errors.New("fake: memory sink is closed")
 type Commit struct {
 	// Version numbers commits from 0, like Delta table versions.
 	Version int64
-	// Kind is "snapshot" or "changes".
+	// Kind is "snapshot", "changes", or for a chunked snapshot
+	// "chunked-open", "chunks" (one wave) or "chunked-complete".
 	Kind string
 	// CaptureInstance is the name as the writer gave it.
 	CaptureInstance string
@@ -33,8 +34,13 @@ type Commit struct {
 	// Rows is the number of rows committed.
 	Rows int64
 	// UserMetadata is the commit's userMetadata JSON (sink.NewUserMetadata
-	// for a snapshot; empty for changes).
+	// for a snapshot, sink.ChunkedUserMetadata for a chunked snapshot's
+	// commits; empty for changes).
 	UserMetadata string
+	// Chunked is the chunked snapshot's state after a chunked commit.
+	Chunked sink.Chunked
+	// Chunks are the chunk numbers a "chunks" commit made visible.
+	Chunks []int
 }
 
 // pending is a part written but not committed.
@@ -65,6 +71,7 @@ type MemSink struct {
 	commits  []Commit
 	records  [][]arrow.RecordBatch // per commit
 	batches  map[string]Commit     // lower-case instance + batch id -> commit
+	chunked  []*sink.Chunked       // chunked snapshots, in the order they opened
 
 	failCommit error
 	failWrite  *writeFault
@@ -82,8 +89,8 @@ func NewMemSink() *MemSink {
 	return &MemSink{pending: map[int64]*pending{}, batches: map[string]Commit{}}
 }
 
-// FailNextCommit makes the next CommitSnapshot or AppendChanges fail with
-// err (wrapped), committing nothing.
+// FailNextCommit makes the next CommitSnapshot, CommitChunks or
+// AppendChanges fail with err (wrapped), committing nothing.
 func (s *MemSink) FailNextCommit(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -466,6 +473,6 @@ func (s *MemSink) Close() error {
 			r.Release()
 		}
 	}
-	s.records, s.pending, s.commits = nil, nil, nil
+	s.records, s.pending, s.commits, s.chunked = nil, nil, nil, nil
 	return nil
 }

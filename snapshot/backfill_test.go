@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cdcsnap/cdcsnap/fake"
@@ -51,7 +52,7 @@ func (s *streamer) poll(t testing.TB, ctx context.Context, w *world, dst *fake.M
 // committed exactly once, in order, its rows stamped with _snapshot = S,
 // _chunk = its number and a _start_lsn at or above S, and FindSnapshot
 // (whole snapshots) not seeing it.
-func checkChunks(t testing.TB, ctx context.Context, dst *fake.MemSink, res snapshot.BackfillResult) {
+func checkChunks(t testing.TB, ctx context.Context, dst *fake.MemSink, ci string, res snapshot.BackfillResult) {
 	t.Helper()
 	var seen []int
 	for _, c := range dst.Commits() {
@@ -81,7 +82,7 @@ func checkChunks(t testing.TB, ctx context.Context, dst *fake.MemSink, res snaps
 			t.Fatalf("snapshot row %v: want _snapshot %s, a committed _chunk and _start_lsn >= S", r, s)
 		}
 	}
-	if _, err := dst.FindSnapshot(ctx, res.PlanID); !errors.Is(err, sink.ErrNotFound) {
+	if _, err := dst.FindSnapshot(ctx, ci); !errors.Is(err, sink.ErrNotFound) {
 		t.Fatalf("FindSnapshot found %v: a whole-snapshot lookup must ignore chunked snapshots", err)
 	}
 }
@@ -160,7 +161,7 @@ func TestBackfillConverges(t *testing.T) {
 			w.change(t, r)
 		}
 		st.poll(t, ctx, w, dst)
-		checkChunks(t, ctx, dst, res)
+		checkChunks(t, ctx, dst, w.ci, res)
 		want, err := snapshot.SourceImage(ctx, w.db, mustCI(t, w))
 		if err != nil {
 			t.Fatal(err)
@@ -210,9 +211,10 @@ func TestBackfillCrashResume(t *testing.T) {
 			case 2:
 				dst.FailWriteAfter(r.IntN(3), boom)
 			case 3:
-				n := r.IntN(4)
+				var n atomic.Int64
+				n.Store(int64(r.IntN(4)))
 				w.db.SetPageHook(func(context.Context, fake.Page) error {
-					if n--; n < 0 {
+					if n.Add(-1) < 0 {
 						cancel()
 					}
 					return nil
@@ -240,7 +242,7 @@ func TestBackfillCrashResume(t *testing.T) {
 		if next, _ := found.LSN.Next(); err != nil || !found.Complete || found.PlanID != res.PlanID || next != from {
 			t.Fatalf("case %d: FindChunked = %+v, %v", c, found, err)
 		}
-		checkChunks(t, ctx, dst, res)
+		checkChunks(t, ctx, dst, w.ci, res)
 		want, err := snapshot.SourceImage(ctx, w.db, mustCI(t, w))
 		if err != nil {
 			t.Fatal(err)

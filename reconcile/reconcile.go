@@ -1,0 +1,626 @@
+// Package reconcile compares a CDC source table with the latest image of
+// its bronze target, tile by tile, and narrows every tile that differs down
+// to the keys that differ.
+//
+// The key is cut into NTILE-compatible tiles (keyrange.Tiles, by keyset
+// seeks from the row count of metadata). For each tile both sides give a
+// row count and an order-independent hash of their rows' canonical values
+// (every captured column, typed values rendered one way whatever the Arrow
+// width, NULL distinct from every value), so equal tiles cost one read of
+// each side and no sort. A tile whose count or hash differs is read again
+// from the source and compared key by key with the target: a key only in
+// the source is Missing, only in the target Extra, in both with other
+// values Different. Keys match as the source matches them (the key
+// columns' collations, trailing spaces ignored), so a string key spelled
+// in another case under a case-insensitive collation is the same key with
+// a Different value.
+//
+// The target side is any bronze table that can read its rows back
+// (RowReader: (*delta.Table).ReadAll, fake.MemSink.ReadAll). Its latest
+// image per key is merged in memory by snapshot.CompareOrder, so a target
+// must fit in memory; rows of other capture instances are skipped.
+//
+// Reconcile compares two moving things unless they are still: run it when
+// the target has applied the changes up to the source's current max LSN
+// and the source is quiet, or treat differences in a Report whose
+// SourceChanged is true as possibly in flight.
+package reconcile
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/lsn"
+	"github.com/cdcsnap/cdcsnap/sink"
+	"github.com/cdcsnap/cdcsnap/snapshot"
+	"github.com/cdcsnap/cdcsnap/source"
+)
+
+// RowReader reads every row of a bronze table back, at its latest version.
+// (*delta.Table) and fake.MemSink implement it. The caller releases the
+// reader.
+type RowReader interface {
+	ReadAll(ctx context.Context) (array.RecordReader, error)
+}
+
+// Options configure a reconcile. The zero value of every field but
+// CaptureInstance is a sensible default.
+type Options struct {
+	// CaptureInstance names the capture instance, matched as the snapshot
+	// matches it; target rows whose _capture_instance names it ignoring
+	// case are compared.
+	CaptureInstance string
+
+	// Tiles is how many tiles to cut the key into; zero means 16.
+	Tiles int
+
+	// From, when not zero, merges only the target rows whose _start_lsn is
+	// at or above it: the rows downstream rebuilds from after a re-snapshot
+	// at From.
+	From lsn.LSN
+
+	// MaxDifferences caps the differing keys reported (Report.Truncated
+	// says when more were found); zero reports all.
+	MaxDifferences int
+
+	// Isolation and BatchRows are the source reads' options.
+	Isolation source.Isolation
+	BatchRows int
+
+	// Logger receives decisions and progress. Nil is silent.
+	Logger *slog.Logger
+
+	// Progress, when set, is called after each tile is compared.
+	Progress func(Progress)
+}
+
+// Progress reports how far a reconcile has come.
+type Progress struct {
+	// TilesDone of Tiles are compared.
+	TilesDone, Tiles int
+	// SourceRows is the source rows read so far.
+	SourceRows int64
+	// Elapsed is the time since the reconcile started.
+	Elapsed time.Duration
+}
+
+// ErrInvalidOptions is wrapped by errors for options that cannot work.
+var ErrInvalidOptions = errors.New("invalid reconcile options")
+
+// Hash is an order-independent hash of a set of rows: the sum, as two
+// 64-bit lanes modulo 2^64, of the first 16 bytes of each row's SHA-256.
+type Hash [16]byte
+
+// String returns the hash in hex.
+func (h Hash) String() string { return hex.EncodeToString(h[:]) }
+
+func (h *Hash) add(row [32]byte) {
+	for lane := 0; lane < 2; lane++ {
+		a := binary.LittleEndian.Uint64(h[lane*8:])
+		b := binary.LittleEndian.Uint64(row[lane*8:])
+		binary.LittleEndian.PutUint64(h[lane*8:], a+b)
+	}
+}
+
+// Tile is one tile's comparison.
+type Tile struct {
+	// Range is the tile's key range (Range.Index is its number).
+	Range keyrange.Range
+	// SourceRows and TargetRows count each side's rows in the tile.
+	SourceRows, TargetRows int64
+	// SourceHash and TargetHash hash each side's rows in the tile.
+	SourceHash, TargetHash Hash
+}
+
+// Differs reports whether the two sides' counts or hashes differ.
+func (t Tile) Differs() bool { return t.SourceRows != t.TargetRows || t.SourceHash != t.TargetHash }
+
+// Kind is how a key differs.
+type Kind int
+
+const (
+	// Missing: the key is in the source, not in the target.
+	Missing Kind = iota + 1
+	// Extra: the key is in the target, not in the source.
+	Extra
+	// Different: the key is in both, with other values.
+	Different
+)
+
+// String returns "missing", "extra" or "different".
+func (k Kind) String() string {
+	switch k {
+	case Missing:
+		return "missing"
+	case Extra:
+		return "extra"
+	case Different:
+		return "different"
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// Difference is one key that differs.
+type Difference struct {
+	// Tile is the number of the tile that holds the key.
+	Tile int
+	// Kind says how it differs.
+	Kind Kind
+	// Key is the key as the source spells it (as the target does for
+	// Extra).
+	Key keyrange.Tuple
+	// Source and Target are the row's canonical values per captured
+	// column (Report.Columns), nil on the side that lacks the key.
+	Source, Target []string
+}
+
+// String describes the difference on one line.
+func (d Difference) String() string {
+	switch d.Kind {
+	case Missing:
+		return fmt.Sprintf("tile %d: key %v missing from the target (source %q)", d.Tile, []any(d.Key), d.Source)
+	case Extra:
+		return fmt.Sprintf("tile %d: key %v extra in the target (%q)", d.Tile, []any(d.Key), d.Target)
+	}
+	return fmt.Sprintf("tile %d: key %v differs: source %q, target %q", d.Tile, []any(d.Key), d.Source, d.Target)
+}
+
+// Report is the outcome of a reconcile.
+type Report struct {
+	// CaptureInstance is the name as the options gave it.
+	CaptureInstance string
+	// Columns are the captured columns compared, in order.
+	Columns []string
+	// Tiles are every tile's comparison, by number.
+	Tiles []Tile
+	// Differences are the keys that differ, by tile and then key order.
+	Differences []Difference
+	// Truncated is true when more differences were found than
+	// Options.MaxDifferences.
+	Truncated bool
+	// SourceLSN is the source's max LSN when the reconcile started;
+	// SourceChanged is true when it had moved by the end (differences may
+	// then be changes in flight).
+	SourceLSN     lsn.LSN
+	SourceChanged bool
+}
+
+// Clean reports whether every tile matched.
+func (r *Report) Clean() bool {
+	for _, t := range r.Tiles {
+		if t.Differs() {
+			return false
+		}
+	}
+	return true
+}
+
+// DifferingTiles returns the tiles whose counts or hashes differ.
+func (r *Report) DifferingTiles() []Tile {
+	var out []Tile
+	for _, t := range r.Tiles {
+		if t.Differs() {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+const defaultTiles = 16
+
+// Run reconciles the capture instance's source table with dst's latest
+// image of it: per tile a count and hash of each side, then the keys of
+// every differing tile.
+func Run(ctx context.Context, src source.Source, dst RowReader, opts Options) (*Report, error) {
+	start := time.Now()
+	if opts.CaptureInstance == "" {
+		return nil, fmt.Errorf("%w: CaptureInstance is empty", ErrInvalidOptions)
+	}
+	if opts.Tiles < 0 || opts.MaxDifferences < 0 || opts.BatchRows < 0 {
+		return nil, fmt.Errorf("%w: Tiles (%d), MaxDifferences (%d) and BatchRows (%d) must not be negative", ErrInvalidOptions, opts.Tiles, opts.MaxDifferences, opts.BatchRows)
+	}
+	if opts.Tiles == 0 {
+		opts.Tiles = defaultTiles
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	where := fmt.Sprintf("reconcile %q", opts.CaptureInstance)
+	ci, err := src.CaptureInstance(ctx, opts.CaptureInstance)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	key, err := ci.KeyColumns()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	if len(key) == 0 {
+		return nil, fmt.Errorf("%s: the capture instance has no unique index: rows have no key to compare by", where)
+	}
+	cmp := &comparer{ci: ci, key: key}
+	for _, c := range ci.Columns {
+		cmp.columns = append(cmp.columns, c.Name)
+	}
+	rep := &Report{CaptureInstance: opts.CaptureInstance, Columns: cmp.columns}
+	if rep.SourceLSN, err = src.MaxLSN(ctx); err != nil {
+		return nil, fmt.Errorf("%s: max LSN: %w", where, err)
+	}
+	ranges, err := tiles(ctx, src, ci, key, opts, log)
+	if err != nil {
+		return nil, fmt.Errorf("%s: cutting tiles: %w", where, err)
+	}
+	target, err := cmp.readTarget(ctx, dst, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading the target: %w", where, err)
+	}
+	byTile, err := cmp.assign(target, ranges)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	var sourceRows int64
+	readOpts := source.ReadOptions{Isolation: opts.Isolation, BatchRows: opts.BatchRows}
+	for i, r := range ranges {
+		t := Tile{Range: r}
+		for _, row := range byTile[i] {
+			t.TargetRows++
+			t.TargetHash.add(row.hash)
+		}
+		err := cmp.readSource(ctx, src, r, readOpts, func(row *keyedRow) error {
+			t.SourceRows++
+			t.SourceHash.add(row.hash)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: reading tile %d (%s) from the source: %w", where, i, r, err)
+		}
+		sourceRows += t.SourceRows
+		rep.Tiles = append(rep.Tiles, t)
+		if t.Differs() {
+			log.InfoContext(ctx, "tile differs; narrowing it to keys", "capture_instance", opts.CaptureInstance, "tile", i,
+				"source_rows", t.SourceRows, "target_rows", t.TargetRows)
+			diffs, err := cmp.narrow(ctx, src, r, readOpts, byTile[i])
+			if err != nil {
+				return nil, fmt.Errorf("%s: narrowing tile %d (%s): %w", where, i, r, err)
+			}
+			for _, d := range diffs {
+				if opts.MaxDifferences > 0 && len(rep.Differences) >= opts.MaxDifferences {
+					rep.Truncated = true
+					break
+				}
+				rep.Differences = append(rep.Differences, d)
+			}
+		}
+		if opts.Progress != nil {
+			opts.Progress(Progress{TilesDone: i + 1, Tiles: len(ranges), SourceRows: sourceRows, Elapsed: time.Since(start)})
+		}
+	}
+	end, err := src.MaxLSN(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: max LSN: %w", where, err)
+	}
+	rep.SourceChanged = end != rep.SourceLSN
+	log.InfoContext(ctx, "reconciled", "capture_instance", opts.CaptureInstance, "tiles", len(rep.Tiles), "differing_tiles", len(rep.DifferingTiles()),
+		"differences", len(rep.Differences), "source_rows", sourceRows, "target_rows", len(target), "source_changed", rep.SourceChanged)
+	return rep, nil
+}
+
+// tiles cuts the key into NTILE-compatible ranges from the metadata row
+// count; a count the seeks prove too high falls back to NTile's ranges.
+func tiles(ctx context.Context, src source.Source, ci *source.CaptureInstance, key []keyrange.Column, opts Options, log *slog.Logger) ([]keyrange.Range, error) {
+	if reason := keyrange.Ineligible(key); reason != "" || opts.Tiles == 1 {
+		if reason != "" {
+			log.InfoContext(ctx, "comparing the table as one tile", "capture_instance", opts.CaptureInstance, "reason", reason)
+		}
+		return keyrange.Whole(), nil
+	}
+	rows, err := src.RowCount(ctx, ci)
+	if err != nil {
+		return nil, fmt.Errorf("row count: %w", err)
+	}
+	sk := seeker{src, ci, opts.Isolation}
+	ranges, err := keyrange.Tiles(ctx, sk, rows, opts.Tiles)
+	if errors.Is(err, keyrange.ErrRowCount) {
+		log.InfoContext(ctx, "the row count is stale; tiles are NTILE-equal to it", "capture_instance", opts.CaptureInstance, "err", err)
+		return keyrange.NTile(ctx, sk, rows, opts.Tiles)
+	}
+	return ranges, err
+}
+
+type seeker struct {
+	src source.Source
+	ci  *source.CaptureInstance
+	iso source.Isolation
+}
+
+func (s seeker) SeekKey(ctx context.Context, from keyrange.Tuple, k int64) (keyrange.Tuple, bool, error) {
+	return s.src.SeekKey(ctx, s.ci, s.iso, from, k)
+}
+
+// keyedRow is one row's key, collation key, canonical values and hash.
+type keyedRow struct {
+	key    keyrange.Tuple
+	ckey   string
+	values []string
+	hash   [32]byte
+}
+
+type comparer struct {
+	ci      *source.CaptureInstance
+	key     []keyrange.Column
+	columns []string
+}
+
+// columnsOf finds the captured columns and key columns in schema.
+func (c *comparer) columnsOf(schema *arrow.Schema) (cols, keyCols []int, err error) {
+	at := func(name string) (int, error) {
+		j := schema.FieldIndices(name)
+		if len(j) != 1 {
+			return 0, fmt.Errorf("the rows have no column %q", name)
+		}
+		return j[0], nil
+	}
+	for _, n := range c.columns {
+		j, err := at(n)
+		if err != nil {
+			return nil, nil, err
+		}
+		cols = append(cols, j)
+	}
+	for _, k := range c.key {
+		j, err := at(k.Name)
+		if err != nil {
+			return nil, nil, err
+		}
+		keyCols = append(keyCols, j)
+	}
+	return cols, keyCols, nil
+}
+
+// row builds the keyed row r of rec.
+func (c *comparer) row(rec arrow.RecordBatch, r int, cols, keyCols []int) (*keyedRow, error) {
+	out := &keyedRow{values: make([]string, len(cols)), key: make(keyrange.Tuple, len(keyCols))}
+	h := sha256.New()
+	var n [8]byte
+	for i, j := range cols {
+		v, err := canonical(rec.Column(j), r)
+		if err != nil {
+			return nil, fmt.Errorf("column %q: %w", c.columns[i], err)
+		}
+		out.values[i] = v
+		binary.LittleEndian.PutUint64(n[:], uint64(len(v)))
+		h.Write(n[:])
+		h.Write([]byte(v))
+	}
+	h.Sum(out.hash[:0])
+	var ck strings.Builder
+	for i, j := range keyCols {
+		v, err := keyValue(c.key[i], rec.Column(j), r)
+		if err != nil {
+			return nil, err
+		}
+		out.key[i] = v
+		s, err := keyrange.CollationKey(c.key[i], v)
+		if err != nil {
+			return nil, err
+		}
+		ck.WriteString(s)
+		ck.WriteByte(0)
+	}
+	out.ckey = ck.String()
+	return out, nil
+}
+
+// readSource calls f with every source row of r.
+func (c *comparer) readSource(ctx context.Context, src source.Source, r keyrange.Range, opts source.ReadOptions, f func(*keyedRow) error) error {
+	rr, err := src.ReadRange(ctx, c.ci, r, opts)
+	if err != nil {
+		return err
+	}
+	defer rr.Release()
+	cols, keyCols, err := c.columnsOf(rr.Schema())
+	if err != nil {
+		return err
+	}
+	for rr.Next() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rec := rr.RecordBatch()
+		for i := 0; i < int(rec.NumRows()); i++ {
+			row, err := c.row(rec, i, cols, keyCols)
+			if err != nil {
+				return err
+			}
+			if err := f(row); err != nil {
+				return err
+			}
+		}
+	}
+	return rr.Err()
+}
+
+type targetRow struct {
+	*keyedRow
+	order  snapshot.Order
+	delete bool
+}
+
+// readTarget merges the target's rows of the capture instance into their
+// latest image (snapshot.CompareOrder) and returns the live rows.
+func (c *comparer) readTarget(ctx context.Context, dst RowReader, opts Options) ([]*keyedRow, error) {
+	rr, err := dst.ReadAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer rr.Release()
+	schema := rr.Schema()
+	if schema.NumFields() == len(sink.MetadataFields()) && len(schema.FieldIndices(c.columns[0])) == 0 {
+		return nil, nil // an empty table that has no captured columns yet
+	}
+	cols, keyCols, err := c.columnsOf(schema)
+	if err != nil {
+		return nil, err
+	}
+	meta := map[string]int{}
+	for _, name := range []string{sink.ColCaptureInstance, sink.ColStartLSN, sink.ColCommandID, sink.ColSeqval, sink.ColOperation} {
+		j := schema.FieldIndices(name)
+		if len(j) != 1 {
+			return nil, fmt.Errorf("the rows have no column %q: not a bronze table", name)
+		}
+		meta[name] = j[0]
+	}
+	from := ""
+	if !opts.From.IsZero() {
+		from = opts.From.String()
+	}
+	image := map[string]*targetRow{}
+	for rr.Next() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		rec := rr.RecordBatch()
+		ciCol, ok := rec.Column(meta[sink.ColCaptureInstance]).(*array.String)
+		if !ok {
+			return nil, fmt.Errorf("column %q is %s, not a string", sink.ColCaptureInstance, rec.Column(meta[sink.ColCaptureInstance]).DataType())
+		}
+		for i := 0; i < int(rec.NumRows()); i++ {
+			if ciCol.IsNull(i) || !sink.SameInstance(ciCol.Value(i), opts.CaptureInstance) {
+				continue
+			}
+			o := snapshot.Order{
+				StartLSN:  stringAt(rec.Column(meta[sink.ColStartLSN]), i),
+				CommandID: int32At(rec.Column(meta[sink.ColCommandID]), i),
+				Seqval:    stringAt(rec.Column(meta[sink.ColSeqval]), i),
+			}
+			if op := int32At(rec.Column(meta[sink.ColOperation]), i); op != nil {
+				o.Operation = *op
+			}
+			if o.Operation == 3 || (from != "" && (o.StartLSN == nil || *o.StartLSN < from)) {
+				continue // an update-before never wins; rows before From are not rebuilt from
+			}
+			row, err := c.row(rec, i, cols, keyCols)
+			if err != nil {
+				return nil, err
+			}
+			if old, ok := image[row.ckey]; ok && snapshot.CompareOrder(old.order, o) > 0 {
+				continue
+			}
+			image[row.ckey] = &targetRow{keyedRow: row, order: o, delete: o.Operation == 1}
+		}
+	}
+	if err := rr.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]*keyedRow, 0, len(image))
+	for _, r := range image {
+		if !r.delete {
+			out = append(out, r.keyedRow)
+		}
+	}
+	return out, nil
+}
+
+// assign puts each target row in the tile that holds its key.
+func (c *comparer) assign(rows []*keyedRow, ranges []keyrange.Range) ([][]*keyedRow, error) {
+	out := make([][]*keyedRow, len(ranges))
+	var cmpErr error
+	for _, row := range rows {
+		i := sort.Search(len(ranges)-1, func(i int) bool {
+			n, err := keyrange.CompareTuples(c.key, row.key, ranges[i].Upper)
+			if err != nil && cmpErr == nil {
+				cmpErr = err
+			}
+			return n < 0
+		})
+		out[i] = append(out[i], row)
+	}
+	if cmpErr != nil {
+		return nil, fmt.Errorf("placing target keys in tiles: %w", cmpErr)
+	}
+	return out, nil
+}
+
+// narrow compares one tile key by key.
+func (c *comparer) narrow(ctx context.Context, src source.Source, r keyrange.Range, opts source.ReadOptions, target []*keyedRow) ([]Difference, error) {
+	tgt := make(map[string]*keyedRow, len(target))
+	for _, row := range target {
+		tgt[row.ckey] = row
+	}
+	var out []Difference
+	var sorted []*keyedRow // the keys of out, to sort them
+	err := c.readSource(ctx, src, r, opts, func(s *keyedRow) error {
+		t, ok := tgt[s.ckey]
+		switch {
+		case !ok:
+			out = append(out, Difference{Tile: r.Index, Kind: Missing, Key: s.key, Source: s.values})
+			sorted = append(sorted, s)
+		case t.hash != s.hash:
+			out = append(out, Difference{Tile: r.Index, Kind: Different, Key: s.key, Source: s.values, Target: t.values})
+			sorted = append(sorted, s)
+		}
+		delete(tgt, s.ckey)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tgt {
+		out = append(out, Difference{Tile: r.Index, Kind: Extra, Key: t.key, Target: t.values})
+		sorted = append(sorted, t)
+	}
+	idx := make([]int, len(out))
+	for i := range idx {
+		idx[i] = i
+	}
+	var cmpErr error
+	slices.SortFunc(idx, func(a, b int) int {
+		n, err := keyrange.CompareTuples(c.key, sorted[a].key, sorted[b].key)
+		if err != nil && cmpErr == nil {
+			cmpErr = err
+		}
+		if n == 0 {
+			return strings.Compare(sorted[a].ckey, sorted[b].ckey)
+		}
+		return n
+	})
+	if cmpErr != nil {
+		return nil, fmt.Errorf("ordering keys: %w", cmpErr)
+	}
+	res := make([]Difference, len(out))
+	for i, j := range idx {
+		res[i] = out[j]
+	}
+	return res, nil
+}
+
+func stringAt(a arrow.Array, r int) *string {
+	s, ok := a.(*array.String)
+	if !ok || s.IsNull(r) {
+		return nil
+	}
+	v := s.Value(r)
+	return &v
+}
+
+func int32At(a arrow.Array, r int) *int32 {
+	s, ok := a.(*array.Int32)
+	if !ok || s.IsNull(r) {
+		return nil
+	}
+	v := s.Value(r)
+	return &v
+}

@@ -1,0 +1,480 @@
+package reconcile_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"go.uber.org/goleak"
+
+	"github.com/cdcsnap/cdcsnap/fake"
+	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/lsn"
+	"github.com/cdcsnap/cdcsnap/reconcile"
+	"github.com/cdcsnap/cdcsnap/snapshot"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var (
+	seedFlag  = flag.Uint64("seed", 0, "seed of the randomized tests (0: from the clock)")
+	casesFlag = flag.Int("cases", 200, "cases of the randomized tests")
+)
+
+func seed(t *testing.T) uint64 {
+	s := *seedFlag
+	if v := os.Getenv("CDCSNAP_SEED"); s == 0 && v != "" {
+		fmt.Sscan(v, &s)
+	}
+	if s == 0 {
+		s = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -seed=%d or CDCSNAP_SEED=%d)", s, s, s)
+	return s
+}
+
+// shape is a random table layout. caseKey is the key column whose case
+// the cased drift flips (-1: none), ci whether its collation ignores case.
+type shape struct {
+	name    string
+	columns []fake.ColumnDef
+	key     []string
+	caseKey int
+	ci      bool
+	row     func(r *rand.Rand) fake.Row
+}
+
+func word(r *rand.Rand, alphabet string, maxLen int) string {
+	b := make([]byte, 1+r.IntN(maxLen))
+	for i := range b {
+		b[i] = alphabet[r.IntN(len(alphabet))]
+	}
+	s := string(b)
+	if r.IntN(4) == 0 {
+		s += " "
+	}
+	return s
+}
+
+func shapes() []shape {
+	return []shape{
+		{
+			name: "bigint",
+			columns: []fake.ColumnDef{
+				{Name: "id", Type: "bigint"}, {Name: "name", Type: "nvarchar(40)", Nullable: true},
+				{Name: "amount", Type: "decimal(18,4)", Nullable: true}, {Name: "at", Type: "datetime2(7)", Nullable: true},
+			},
+			key: []string{"id"}, caseKey: -1,
+			row: func(r *rand.Rand) fake.Row {
+				id := r.Int64N(2000) - 100
+				if r.IntN(10) == 0 {
+					id = r.Int64N(1 << 40)
+				}
+				var amount, at any
+				if r.IntN(4) > 0 {
+					amount = keyrange.Decimal(fmt.Sprintf("%d.%04d", r.IntN(2000)-1000, r.IntN(10000)))
+				}
+				if r.IntN(3) > 0 {
+					at = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.Int64N(1e12)) * time.Microsecond)
+				}
+				return fake.Row{id, word(r, "abcXYZ", 8), amount, at}
+			},
+		},
+		{
+			name: "company-id",
+			columns: []fake.ColumnDef{
+				{Name: "company", Type: "varchar(10)", Collation: "Latin1_General_CI_AS"}, {Name: "id", Type: "int"},
+				{Name: "val", Type: "nvarchar(20)", Nullable: true},
+			},
+			key: []string{"company", "id"}, caseKey: 0, ci: true,
+			row: func(r *rand.Rand) fake.Row {
+				companies := []string{"acme", "Beta", "gamma", "delta ", "Eps"}
+				return fake.Row{companies[r.IntN(len(companies))], int64(r.IntN(300)), word(r, "xyz", 5)}
+			},
+		},
+		{
+			name: "ci-string",
+			columns: []fake.ColumnDef{
+				{Name: "code", Type: "varchar(12)", Collation: "SQL_Latin1_General_CP1_CI_AS"}, {Name: "n", Type: "int", Nullable: true},
+			},
+			key: []string{"code"}, caseKey: 0, ci: true,
+			row: func(r *rand.Rand) fake.Row { return fake.Row{word(r, "nNaAbBc", 6), int64(r.IntN(10))} },
+		},
+		{
+			name: "bin2-3col",
+			columns: []fake.ColumnDef{
+				{Name: "k", Type: "nvarchar(8)", Collation: "Latin1_General_BIN2"}, {Name: "d", Type: "date"},
+				{Name: "s", Type: "smallint"}, {Name: "flag", Type: "bit", Nullable: true},
+			},
+			key: []string{"k", "d", "s"}, caseKey: 0,
+			row: func(r *rand.Rand) fake.Row {
+				d := time.Date(2026, 1, 1+r.IntN(3), 0, 0, 0, 0, time.UTC)
+				return fake.Row{word(r, "aAbc", 3), d, int64(r.IntN(6)), r.IntN(2) == 0}
+			},
+		},
+	}
+}
+
+// world is a fake database with one captured table, a memory sink with its
+// snapshot and stream, and the collation keys of the source's rows.
+type world struct {
+	db    *fake.DB
+	sh    shape
+	ci    string
+	info  fake.TableInfo
+	dst   *fake.MemSink
+	next  lsn.LSN
+	batch int64
+}
+
+func (w *world) ckey(t testing.TB, key []any) string {
+	var b strings.Builder
+	for i, c := range w.info.KeyColumns {
+		s, err := keyrange.CollationKey(c, key[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(s + "\x00")
+	}
+	return b.String()
+}
+
+func (w *world) keyOf(row fake.Row) []any {
+	k := make([]any, len(w.info.KeyIndexes))
+	for i, j := range w.info.KeyIndexes {
+		k[i] = row[j]
+	}
+	return k
+}
+
+// rows returns the source's rows by collation key.
+func (w *world) rows(t testing.TB) map[string]fake.Row {
+	rows, err := w.db.Rows("dbo", w.sh.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]fake.Row{}
+	for _, r := range rows {
+		m[w.ckey(t, w.keyOf(r))] = r
+	}
+	return m
+}
+
+func newWorld(t testing.TB, r *rand.Rand, sh shape, n int) *world {
+	ctx := context.Background()
+	db := fake.New(fake.Options{})
+	if err := db.CreateTable(fake.TableDef{Schema: "dbo", Name: sh.name, Columns: sh.columns, Key: sh.key}); err != nil {
+		t.Fatal(err)
+	}
+	w := &world{db: db, sh: sh, ci: "dbo_" + sh.name, dst: fake.NewMemSink()}
+	w.info, _ = db.Table("dbo", sh.name)
+	if _, err := db.EnableCDC("dbo", sh.name, w.ci); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	var batch []fake.Row
+	for tries := 0; len(batch) < n && tries < 5*n; tries++ {
+		row := sh.row(r)
+		if k := w.ckey(t, w.keyOf(row)); !seen[k] {
+			seen[k] = true
+			batch = append(batch, row)
+		}
+	}
+	if len(batch) > 0 {
+		if _, err := db.Load("dbo", sh.name, batch...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var err error
+	if r.IntN(2) == 0 {
+		w.next, _, err = snapshot.Bootstrap(ctx, db, w.dst, snapshot.Options{CaptureInstance: w.ci, Partitions: 1 + r.IntN(4)})
+	} else {
+		o := snapshot.BackfillOptions{CaptureInstance: w.ci, ChunkRows: 1 + r.Int64N(30)}
+		if w.next, _, err = snapshot.BootstrapBackfill(ctx, db, w.dst, o); err == nil {
+			_, err = snapshot.Backfill(ctx, db, w.dst, o)
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// change commits a random insert, update or delete.
+func (w *world) change(t testing.TB, r *rand.Rand) {
+	rows := w.rows(t)
+	tx := w.db.Begin()
+	var err error
+	switch op := r.IntN(3); {
+	case op == 0 || len(rows) == 0:
+		row := w.sh.row(r)
+		if _, ok := rows[w.ckey(t, w.keyOf(row))]; ok {
+			tx.Rollback()
+			return
+		}
+		err = tx.Insert("dbo", w.sh.name, row)
+	default:
+		var old fake.Row
+		for _, v := range rows {
+			old = v
+			break
+		}
+		if op == 1 {
+			row := w.sh.row(r)
+			for _, j := range w.info.KeyIndexes {
+				row[j] = old[j]
+			}
+			err = tx.Update("dbo", w.sh.name, w.keyOf(old), row)
+		} else {
+			err = tx.Delete("dbo", w.sh.name, w.keyOf(old))
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stream appends the source's changes since the last poll.
+func (w *world) stream(t testing.TB) {
+	ctx := context.Background()
+	w.batch++
+	app := snapshot.AppendFunc(func(ctx context.Context, ci string, b int64, rr array.RecordReader) (int64, error) {
+		c, err := w.dst.AppendChanges(ctx, ci, b, rr)
+		return c.Version, err
+	})
+	res, err := snapshot.Poll(ctx, w.db, app, w.ci, w.next, snapshot.PollOptions{BatchID: w.batch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.next = res.Next
+}
+
+// drift writes change rows into the target only, with LSNs above every
+// source LSN so they win the merge: they come from a scratch database
+// holding copies of the rows they touch. It returns the differences the
+// target then has, by collation key: the brute-force oracle.
+func (w *world) drift(t testing.TB, r *rand.Rand) map[string]reconcile.Kind {
+	ctx := context.Background()
+	src := w.rows(t)
+	keys := make([]string, 0, len(src))
+	for k := range src {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	want := map[string]reconcile.Kind{}
+	var stmts []func(tx *fake.Tx) error
+	var copies []fake.Row
+	take := func() (string, fake.Row, bool) {
+		if len(keys) == 0 {
+			return "", nil, false
+		}
+		k := keys[0]
+		keys = keys[1:]
+		return k, src[k], true
+	}
+	// A lost row.
+	if k, row, ok := take(); ok && r.IntN(4) > 0 {
+		copies = append(copies, row)
+		stmts = append(stmts, func(tx *fake.Tx) error { return tx.Delete("dbo", w.sh.name, w.keyOf(row)) })
+		want[k] = reconcile.Missing
+	}
+	// An extra row.
+	if r.IntN(4) > 0 {
+		for range 50 {
+			row := w.sh.row(r)
+			k := w.ckey(t, w.keyOf(row))
+			if _, ok := src[k]; ok || want[k] != 0 {
+				continue
+			}
+			stmts = append(stmts, func(tx *fake.Tx) error { return tx.Insert("dbo", w.sh.name, row) })
+			want[k] = reconcile.Extra
+			break
+		}
+	}
+	// A changed value.
+	if k, row, ok := take(); ok && r.IntN(4) > 0 {
+		for range 50 {
+			nr := w.sh.row(r)
+			for _, j := range w.info.KeyIndexes {
+				nr[j] = row[j]
+			}
+			if fmt.Sprint(nr) == fmt.Sprint(row) {
+				continue
+			}
+			copies = append(copies, row)
+			stmts = append(stmts, func(tx *fake.Tx) error { return tx.Update("dbo", w.sh.name, w.keyOf(row), nr) })
+			want[k] = reconcile.Different
+			break
+		}
+	}
+	// A string key spelled in another case.
+	if k, row, ok := take(); ok && w.sh.caseKey >= 0 && r.IntN(4) > 0 {
+		j := w.info.KeyIndexes[w.sh.caseKey]
+		s := row[j].(string)
+		flipped := strings.Map(func(c rune) rune {
+			if c >= 'a' && c <= 'z' {
+				return c - 32
+			}
+			if c >= 'A' && c <= 'Z' {
+				return c + 32
+			}
+			return c
+		}, s)
+		nr := append(fake.Row(nil), row...)
+		nr[j] = flipped
+		nk := w.ckey(t, w.keyOf(nr))
+		_, clash := src[nk]
+		if flipped != s && (w.sh.ci || (!clash && want[nk] == 0)) {
+			copies = append(copies, row)
+			stmts = append(stmts, func(tx *fake.Tx) error { return tx.Update("dbo", w.sh.name, w.keyOf(row), nr) })
+			if w.sh.ci {
+				want[k] = reconcile.Different
+			} else {
+				want[k], want[nk] = reconcile.Missing, reconcile.Extra
+			}
+		}
+	}
+	if len(stmts) == 0 {
+		return want
+	}
+	scratch := fake.New(fake.Options{FirstLSN: lsn.LSN{0, 0, 0x0f, 0xff, 0, 0, 0, 0, 0, 1}})
+	if err := scratch.CreateTable(fake.TableDef{Schema: "dbo", Name: w.sh.name, Columns: w.sh.columns, Key: w.sh.key}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := scratch.EnableCDC("dbo", w.sh.name, w.ci); err != nil {
+		t.Fatal(err)
+	}
+	if len(copies) > 0 {
+		if _, err := scratch.Load("dbo", w.sh.name, copies...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx := scratch.Begin()
+	for _, s := range stmts {
+		if err := s(tx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at, err := tx.Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr, err := snapshot.Changes(ctx, scratch, w.ci, at, at, 1<<40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rr.Release()
+	if _, err := w.dst.AppendChanges(ctx, w.ci, 1<<40, rr); err != nil {
+		t.Fatal(err)
+	}
+	return want
+}
+
+// check runs reconcile and compares its report with the oracle.
+func (w *world) check(t testing.TB, r *rand.Rand, c int, want map[string]reconcile.Kind) *reconcile.Report {
+	t.Helper()
+	tiles := 1 + r.IntN(10)
+	rep, err := reconcile.Run(context.Background(), w.db, w.dst, reconcile.Options{CaptureInstance: strings.ToUpper(w.ci), Tiles: tiles, BatchRows: 1 + r.IntN(20)})
+	if err != nil {
+		t.Fatalf("case %d (%s): %v", c, w.sh.name, err)
+	}
+	got := map[string]reconcile.Kind{}
+	differing := map[int]bool{}
+	for _, tl := range rep.DifferingTiles() {
+		differing[tl.Range.Index] = true
+	}
+	withDiff := map[int]bool{}
+	for _, d := range rep.Differences {
+		k := w.ckey(t, d.Key)
+		if got[k] != 0 {
+			t.Fatalf("case %d: key %q reported twice", c, k)
+		}
+		got[k] = d.Kind
+		withDiff[d.Tile] = true
+		if !differing[d.Tile] {
+			t.Fatalf("case %d: %s is in a tile that matched", c, d)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) || len(withDiff) != len(differing) {
+		var lines []string
+		for _, d := range rep.Differences {
+			lines = append(lines, d.String())
+		}
+		t.Fatalf("case %d (%s, %d tiles): found %v, want %v; differing tiles %v:\n%s", c, w.sh.name, len(rep.Tiles), got, want, differing, strings.Join(lines, "\n"))
+	}
+	if rep.Clean() != (len(want) == 0) || rep.SourceChanged {
+		t.Fatalf("case %d: Clean() = %v with %d differences (source changed %v)", c, rep.Clean(), len(want), rep.SourceChanged)
+	}
+	var n int64
+	for _, tl := range rep.Tiles {
+		n += tl.SourceRows
+	}
+	if n != int64(len(w.rows(t))) {
+		t.Fatalf("case %d: tiles count %d source rows, the table has %d", c, n, len(w.rows(t)))
+	}
+	return rep
+}
+
+// TestReconcileFindsDriftExactly: a target converged by snapshot (whole or
+// chunked) and stream reports clean; after injected drift (a lost row, an
+// extra row, a changed value, a string key in another case) it reports
+// exactly those keys, in the tiles that differ and no others.
+func TestReconcileFindsDriftExactly(t *testing.T) {
+	r := rand.New(rand.NewPCG(seed(t), 31))
+	for c := range *casesFlag {
+		sh := shapes()[r.IntN(len(shapes()))]
+		w := newWorld(t, r, sh, r.IntN(200))
+		for range r.IntN(30) {
+			w.change(t, r)
+		}
+		w.stream(t)
+		w.check(t, r, c, nil)
+		want := w.drift(t, r)
+		w.check(t, r, c, want)
+		w.dst.Close()
+	}
+}
+
+func TestReconcileOptions(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	w := newWorld(t, r, shapes()[0], 50)
+	defer w.dst.Close()
+	ctx := context.Background()
+	if _, err := reconcile.Run(ctx, w.db, w.dst, reconcile.Options{}); !errors.Is(err, reconcile.ErrInvalidOptions) {
+		t.Fatalf("no capture instance: %v", err)
+	}
+	if _, err := reconcile.Run(ctx, w.db, w.dst, reconcile.Options{CaptureInstance: "dbo_missing"}); err == nil || !strings.Contains(err.Error(), "dbo_bigint") {
+		t.Fatalf("unknown capture instance: %v", err)
+	}
+	// Rebuilt only from above every row, the target is empty: every key is
+	// missing, and MaxDifferences truncates.
+	rep, err := reconcile.Run(ctx, w.db, w.dst, reconcile.Options{CaptureInstance: w.ci, From: lsn.Max, MaxDifferences: 3})
+	if err != nil || rep.Clean() || len(rep.Differences) != 3 || !rep.Truncated || rep.Differences[0].Kind != reconcile.Missing {
+		t.Fatalf("empty target: %+v, %v", rep, err)
+	}
+	tx := w.db.Begin()
+	rows := w.rows(t)
+	for _, row := range rows {
+		_ = tx.Delete("dbo", "bigint", w.keyOf(row))
+	}
+	if _, err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	w.stream(t)
+	rep, err = reconcile.Run(ctx, w.db, w.dst, reconcile.Options{CaptureInstance: w.ci})
+	if err != nil || !rep.Clean() {
+		t.Fatalf("converged empty table: %+v, %v", rep, err)
+	}
+}
