@@ -19,7 +19,8 @@
 // from, under the key columns' collations; ReadRange returns exactly the
 // rows of a range, in ArrowSchema(ci.Columns), batches capped by
 // BatchRows, so that every row lies in exactly one of consecutive ranges
-// built by keyrange.FromBounds, also when ranges are read concurrently;
+// built by keyrange.FromBounds, also when ranges are read concurrently,
+// and a canceled context fails the read;
 // ReadChanges returns a commit's changes in (start LSN, command id, seqval,
 // operation) order in ChangeSchema(ci.Columns), and a *source.DataLossError
 // below the minimum LSN.
@@ -705,7 +706,27 @@ func (s *suite) testReadRange(t *testing.T) {
 			// After changes, a read sees the committed rows.
 			s.commit(t, f, f.someChanges(sorted)...)
 			s.checkRanges(t, f, keyrange.FromBounds(f.randomBounds(t, r, f.sorted(t), 3)), want, 2, false)
+			s.checkCanceled(t, f)
 		})
+	}
+}
+
+// checkCanceled reads with a canceled context: the read must fail, from
+// ReadRange or from the reader's Err, and not return every row as if it
+// had succeeded.
+func (s *suite) checkCanceled(t *testing.T, f *fixture) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	rr, err := s.h.Source.ReadRange(ctx, f.ci, keyrange.Range{}, source.ReadOptions{BatchRows: 1})
+	if err != nil {
+		return
+	}
+	defer rr.Release()
+	for rr.Next() {
+	}
+	if rr.Err() == nil {
+		t.Errorf("ReadRange(%q) with a canceled context: no error from ReadRange or the reader's Err", f.instance)
 	}
 }
 

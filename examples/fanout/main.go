@@ -1,0 +1,379 @@
+// Command fanout takes a whole snapshot as a coordinator and N worker
+// processes: the coordinator plans (snapshot.NewPlan), starts one worker
+// subprocess of itself per partition with the partition's task as JSON on
+// stdin, collects each worker's result (a sink.Part, JSON on stdout),
+// retries a failed partition, and commits every part in one Delta commit
+// (snapshot.Commit). The table then holds exactly what snapshot.Take of the
+// same source would have written, which the program checks at the end:
+//
+//	go run ./examples/fanout                          # demo source -> $TMPDIR/cdcsnap-fanout/orders
+//	go run ./examples/fanout -partitions 8 -rows 500000
+//	go run ./examples/fanout -crash-worker 2          # worker 2 dies after writing; retried
+//
+// The same three steps run one by one, as an orchestrator runs them (each
+// step is a process of its own; every one opens the same -target):
+//
+//	go build -o fanout ./examples/fanout
+//	./fanout plan -target /data/orders > plan.json          # nothing if the table holds a snapshot
+//	./fanout worker -target /data/orders -plan plan.json -partition 0 > part-0.json
+//	./fanout worker -target /data/orders -plan plan.json -partition 1 > part-1.json   # ... one per range
+//	./fanout commit -target /data/orders -plan plan.json part-*.json
+//
+// A worker also takes its whole Task as JSON on stdin (fanout worker <
+// task.json), which is how the coordinator starts its subprocesses.
+//
+// # The source every worker reads
+//
+// Each process builds the same demo database from -seed and -rows: the
+// embedded fake CDC database is in-memory, so a deterministic build is its
+// stand-in for "every worker connects to the same SQL Server". A real
+// deployment gives each worker a connection to the production database
+// (source/sqlserver) instead; the plan's LSN and ranges are the only state
+// the workers share, and the plan carries them.
+//
+// # The shared bucket
+//
+// Workers write their data files straight into the Delta table (-target):
+// here a local folder every process can reach, in production an object
+// store URL (s3://bucket/bronze/orders, gs://..., azblob://...) that every
+// worker and the coordinator open with delta.Open. A worker's files stay
+// invisible until the coordinator commits them: a worker that dies after
+// writing leaves orphan files that no Delta reader sees and that no commit
+// ever references (the retry writes new ones), and that Delta's VACUUM
+// removes once they are older than the retention period.
+//
+// # Under a real orchestrator
+//
+// The three steps have serializable hand-offs, so any scheduler can run
+// the workers:
+//
+//  1. The coordinator (a Job, a CronJob, a Temporal workflow) runs
+//     "fanout plan": FindSnapshot (a rerun stops here), then
+//     snapshot.NewPlan. It stores the plan JSON where workers can read
+//     it: a ConfigMap mounted as plan.json, or s3://bucket/fanout/<plan
+//     id>/plan.json.
+//  2. One task per partition. On Kubernetes, an Indexed Job with
+//     completions = parallelism = len(plan.Ranges) (its spec fragment:
+//     completionMode: Indexed, backoffLimitPerIndex: 3, and a container
+//     running "fanout worker -target s3://bucket/bronze/orders -plan
+//     /plan/plan.json -partition $(JOB_COMPLETION_INDEX)"). Each pod
+//     writes its data files into the table's folder and its Part JSON to
+//     s3://bucket/fanout/<plan id>/part-<index>.json (or returns it as an
+//     activity result in Temporal, or a message on a worker pool's result
+//     queue). A retried index just writes new files; the failed attempt's
+//     files are never referenced.
+//  3. When every index has succeeded, the coordinator runs "fanout commit
+//     -plan plan.json part-*.json": one snapshot.Commit. It refuses parts
+//     of another plan and names a missing or duplicate partition; a second
+//     commit of the same plan (a retried coordinator) returns the
+//     committed snapshot and commits nothing; if the coordinator dies
+//     after committing, "fanout plan" finds the snapshot and plans nothing.
+//
+// Workers need the same source credentials and the bucket's; the
+// coordinator needs both too. Nothing else is shared: no lock, no
+// database of jobs.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cdcsnap/cdcsnap/sink"
+	"github.com/cdcsnap/cdcsnap/sink/delta"
+	"github.com/cdcsnap/cdcsnap/snapshot"
+	"github.com/cdcsnap/cdcsnap/source"
+)
+
+// config is the coordinator's configuration.
+type config struct {
+	target      string
+	source      SourceSpec
+	partitions  int
+	parallel    int
+	retries     int
+	resnapshot  bool
+	verify      bool
+	verbose     bool
+	crashWorker int // partition whose first worker crashes after writing; -1: none
+	// faults injects a fault into the first attempt of a partition (tests).
+	faults map[int]Fault
+	// exe is the worker executable; empty means this program.
+	exe string
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if os.Getenv(workerEnv) == "1" {
+		os.Exit(workerMain(ctx))
+	}
+	if err := cli(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "fanout:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+// run is the coordinator.
+func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
+	logger := slog.New(slog.DiscardHandler)
+	if cfg.verbose {
+		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	db, err := newDemo(cfg.source)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "source:  demo fake CDC database %s.%s, %d rows (seed %d), built by every process\n", demoSchema, demoTable, cfg.source.Rows, cfg.source.Seed)
+	table, err := delta.Open(ctx, cfg.target, delta.Options{Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer table.Close()
+
+	plan, existing, err := newPlan(ctx, db, table, cfg, logger)
+	if err != nil {
+		return err
+	}
+	if existing != nil {
+		fmt.Fprintf(stdout, "exists:  %s already holds a snapshot of %s at LSN %s (version %d); nothing to do\n", cfg.target, demoInstance, existing.LSN, existing.Version)
+		return nil
+	}
+	planJSON, err := json.Marshal(plan)
+	if err != nil {
+		return fmt.Errorf("plan to JSON: %w", err)
+	}
+	fmt.Fprintf(stdout, "plan:    %s at LSN %s, %s ranges: %d partitions (plan %s, %d bytes of JSON)\n", plan.CaptureInstance, plan.LSN, plan.Strategy, len(plan.Ranges), plan.ID, len(planJSON))
+
+	start := time.Now()
+	results, err := runWorkers(ctx, cfg, plan, stderr)
+	if err != nil {
+		return err
+	}
+	parts := make([]sink.Part, len(results))
+	for i, r := range results {
+		parts[i] = r.part
+		var retried string
+		if r.attempts > 1 {
+			retried = fmt.Sprintf(" after %d attempts (%s)", r.attempts, strings.Join(r.failures, "; "))
+		}
+		fmt.Fprintf(stdout, "worker:  partition %d %s: %d rows, %d bytes%s\n", i, plan.Ranges[i], r.part.Rows, r.part.Bytes, retried)
+	}
+	res, err := snapshot.Commit(ctx, table, plan, parts, logger)
+	if err != nil {
+		return err
+	}
+	if res.Existing {
+		fmt.Fprintf(stdout, "exists:  another snapshot of %s landed first (LSN %s, version %d); these parts stay invisible\n", demoInstance, res.LSN, res.Version)
+		return nil
+	}
+	files, err := table.Files(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "commit:  %d rows at LSN %s in one commit: %s version %d, %d data files, %s\n", res.Rows, res.LSN, cfg.target, res.Version, len(files), time.Since(start).Round(time.Millisecond))
+	from, err := res.StreamFrom()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "stream:  start after %s (first LSN to read: %s)\n", res.LSN, from)
+	if !cfg.verify {
+		return nil
+	}
+	keys, diff, err := compareWithTake(ctx, db, table)
+	if err != nil {
+		return err
+	}
+	if len(diff) > 0 {
+		return fmt.Errorf("the fan-out table's latest image differs from a Take of the same source:\n%s", strings.Join(diff, "\n"))
+	}
+	fmt.Fprintf(stdout, "check:   latest image equals a snapshot.Take of the same source (%d keys)\n", keys)
+	return nil
+}
+
+// newPlan plans a snapshot of the demo instance, or returns the snapshot
+// the table already holds (a rerun reads nothing, as Take does). A
+// resnapshot's plan records the snapshot it replaces.
+func newPlan(ctx context.Context, db source.Source, table sink.Sink, cfg config, logger *slog.Logger) (*snapshot.Plan, *sink.Snapshot, error) {
+	var replaces sink.Snapshot
+	switch snap, err := table.FindSnapshot(ctx, demoInstance); {
+	case err == nil && !cfg.resnapshot:
+		return nil, &snap, nil
+	case err == nil:
+		replaces = snap
+	case !errors.Is(err, sink.ErrNotFound):
+		return nil, nil, fmt.Errorf("looking for an earlier snapshot in %s: %w", cfg.target, err)
+	}
+	plan, err := snapshot.NewPlan(ctx, db, snapshot.Options{CaptureInstance: demoInstance, Partitions: cfg.partitions, Logger: logger})
+	if err != nil {
+		return nil, nil, err
+	}
+	plan.Replaces = replaces.LSN
+	return plan, nil, nil
+}
+
+// result is one partition's outcome.
+type result struct {
+	part     sink.Part
+	attempts int
+	failures []string
+}
+
+// runWorkers runs one worker process per partition, cfg.parallel at once
+// (0: all), retrying each failed partition up to cfg.retries times. The
+// first partition that fails for good cancels the rest.
+func runWorkers(ctx context.Context, cfg config, plan *snapshot.Plan, stderr io.Writer) ([]result, error) {
+	exe := cfg.exe
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("finding this program to start workers: %w", err)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	n := len(plan.Ranges)
+	parallel := cfg.parallel
+	if parallel <= 0 || parallel > n {
+		parallel = n
+	}
+	results := make([]result, n)
+	errs := make([]error, n)
+	sem := make(chan struct{}, parallel)
+	var (
+		wg sync.WaitGroup
+		mu sync.Mutex
+	)
+	for i := range n {
+		wg.Go(func() {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				errs[i] = ctx.Err()
+				return
+			}
+			defer func() { <-sem }()
+			r := &results[i]
+			for attempt := 0; attempt <= cfg.retries; attempt++ {
+				task := Task{Plan: plan, Partition: i, Attempt: attempt, Target: cfg.target, Source: cfg.source}
+				if attempt == 0 {
+					task.Fault = cfg.faults[i]
+					if cfg.crashWorker == i {
+						task.Fault = CrashAfterWrite
+					}
+				}
+				r.attempts = attempt + 1
+				part, err := startWorker(ctx, exe, task)
+				if err == nil {
+					r.part = part
+					return
+				}
+				if ctx.Err() != nil {
+					errs[i] = ctx.Err()
+					return
+				}
+				r.failures = append(r.failures, fmt.Sprintf("attempt %d: %v", attempt+1, err))
+				mu.Lock()
+				fmt.Fprintf(stderr, "fanout: partition %d, attempt %d failed: %v\n", i, attempt+1, err)
+				mu.Unlock()
+				errs[i] = err
+			}
+			cancel()
+		})
+	}
+	wg.Wait()
+	var first error
+	for i, err := range errs {
+		if err != nil && results[i].part.PlanID == "" {
+			if !errors.Is(err, context.Canceled) {
+				return nil, fmt.Errorf("partition %d failed %d times: %w", i, results[i].attempts, err)
+			}
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	if first != nil {
+		return nil, first
+	}
+	return results, nil
+}
+
+// startWorker runs one worker process with task on stdin and returns the
+// Part it printed.
+func startWorker(ctx context.Context, exe string, task Task) (sink.Part, error) {
+	in, err := json.Marshal(task)
+	if err != nil {
+		return sink.Part{}, fmt.Errorf("task to JSON: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, exe, "worker")
+	cmd.Env = append(os.Environ(), workerEnv+"=1")
+	cmd.Stdin = bytes.NewReader(in)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return sink.Part{}, fmt.Errorf("worker process: %w: %s", err, strings.TrimSpace(errOut.String()))
+	}
+	var part sink.Part
+	if err := json.Unmarshal(out.Bytes(), &part); err != nil {
+		return sink.Part{}, fmt.Errorf("worker result %q: %w", out.String(), err)
+	}
+	return part, nil
+}
+
+// compareWithTake takes the same source with snapshot.Take into an
+// in-memory Delta table and compares the latest images of both tables.
+func compareWithTake(ctx context.Context, db source.Source, table *delta.Table) (int, []string, error) {
+	ref, err := delta.Open(ctx, "mem://", delta.Options{})
+	if err != nil {
+		return 0, nil, err
+	}
+	defer ref.Close()
+	if _, err := snapshot.Take(ctx, db, ref, snapshot.Options{CaptureInstance: demoInstance, Partitions: 1}); err != nil {
+		return 0, nil, fmt.Errorf("reference Take: %w", err)
+	}
+	want, err := tableImage(ctx, db, ref)
+	if err != nil {
+		return 0, nil, err
+	}
+	got, err := tableImage(ctx, db, table)
+	if err != nil {
+		return 0, nil, err
+	}
+	return want.Len(), want.Diff(got, 10), nil
+}
+
+// tableImage reads a Delta table's rows into a latest image of the demo
+// capture instance.
+func tableImage(ctx context.Context, src source.Source, table *delta.Table) (*snapshot.Image, error) {
+	ci, err := src.CaptureInstance(ctx, demoInstance)
+	if err != nil {
+		return nil, err
+	}
+	key, err := ci.KeyColumns()
+	if err != nil {
+		return nil, err
+	}
+	im := snapshot.NewImage(ci.Columns, key)
+	rr, err := table.ReadAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := snapshot.ReadImage(ctx, im, rr, true); err != nil {
+		return nil, fmt.Errorf("reading the Delta table back: %w", err)
+	}
+	return im, nil
+}

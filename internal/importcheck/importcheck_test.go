@@ -1,0 +1,186 @@
+// Package importcheck proves the library works as a user imports it: a
+// fresh module outside this repository requires github.com/cdcsnap/cdcsnap,
+// builds the README's usage program, and bootstraps the fake CDC database
+// into a Delta folder. If the public API drifts from the README, this test
+// fails.
+package importcheck
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The README's usage program lies between these lines, in a ```go fence.
+const (
+	beginMarker = "<!-- importcheck:begin -->"
+	endMarker   = "<!-- importcheck:end -->"
+)
+
+// repoRoot returns the module root: the nearest folder above this
+// package's with a go.mod.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's folder")
+		}
+		dir = parent
+	}
+}
+
+// snippet extracts the Go program between the markers of readme; ok is
+// false when the markers are absent.
+func snippet(readme string) (string, bool, error) {
+	_, rest, found := strings.Cut(readme, beginMarker)
+	if !found {
+		return "", false, nil
+	}
+	body, _, found := strings.Cut(rest, endMarker)
+	if !found {
+		return "", false, fmt.Errorf("README.md has %q but no %q after it", beginMarker, endMarker)
+	}
+	m := regexp.MustCompile("(?s)```go\\s*\\n(.*?)```").FindStringSubmatch(body)
+	if m == nil {
+		return "", false, fmt.Errorf("README.md: no ```go fence between %q and %q", beginMarker, endMarker)
+	}
+	return m[1], true, nil
+}
+
+func TestSnippetExtraction(t *testing.T) {
+	readme := "# x\n" + beginMarker + "\n\n```go\npackage main\n\nfunc main() {}\n```\n" + endMarker + "\nmore\n"
+	got, ok, err := snippet(readme)
+	if err != nil || !ok || got != "package main\n\nfunc main() {}\n" {
+		t.Errorf("snippet = %q, %v, %v", got, ok, err)
+	}
+	if _, ok, err := snippet("no markers"); ok || err != nil {
+		t.Errorf("snippet without markers = %v, %v; want not found, no error", ok, err)
+	}
+	if _, _, err := snippet(beginMarker + "\n```go\nx\n```\n"); err == nil {
+		t.Error("snippet with no end marker: no error")
+	}
+	if _, _, err := snippet(beginMarker + "\nno fence\n" + endMarker); err == nil {
+		t.Error("snippet with no go fence: no error")
+	}
+}
+
+// TestReadmeBlock checks testdata/readme-block.md, the block to paste into
+// README.md, holds exactly testdata/main.go between the markers.
+func TestReadmeBlock(t *testing.T) {
+	block, err := os.ReadFile(filepath.Join("testdata", "readme-block.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join("testdata", "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := snippet(string(block))
+	if err != nil || !ok || got != string(want) {
+		t.Errorf("testdata/readme-block.md extracts to %q (%v, %v), want testdata/main.go", got, ok, err)
+	}
+}
+
+// program returns the program to run: the README's snippet when README.md
+// has the markers, else testdata/main.go.
+func program(t *testing.T, root string) []byte {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, ok, err := snippet(string(readme))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok {
+		t.Log("running the program between the importcheck markers of README.md")
+		return []byte(src)
+	}
+	t.Logf("README.md has no %s ... %s block: running testdata/main.go", beginMarker, endMarker)
+	b, err := os.ReadFile(filepath.Join("testdata", "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestImportedModule writes a fresh module that requires cdcsnap (replaced
+// by this checkout), runs the usage program twice with the go command, and
+// checks its output and the Delta table it wrote. It needs no network:
+// the module cache serves every dependency (GOPROXY=off).
+func TestImportedModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("importcheck builds a fresh module with the go command (slow); skipped under -short")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command on PATH: %v", err)
+	}
+	root := repoRoot(t)
+	dir := t.TempDir()
+	gomod := fmt.Sprintf("module example.com/importcheck\n\ngo 1.26.0\n\nrequire github.com/cdcsnap/cdcsnap v0.0.0\n\nreplace github.com/cdcsnap/cdcsnap => %s\n", root)
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"go.mod": []byte(gomod), "go.sum": sum, "main.go": program(t, root)} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := append(os.Environ(),
+		"GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"), // fill in the fresh module's requirements from cdcsnap's go.mod
+		"GOPROXY=off", // offline: the module cache has every dependency
+		"GOWORK=off",
+		"GOTOOLCHAIN=local",
+	)
+	runProgram := func() string {
+		t.Helper()
+		cmd := exec.CommandContext(t.Context(), goBin, "run", ".")
+		cmd.Dir, cmd.Env = dir, env
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			var exit *exec.ExitError
+			if errors.As(err, &exit) && strings.Contains(stderr.String(), "GOPROXY=off") {
+				t.Fatalf("go run needs a module the cache lacks (run `go mod download` in the repository once): %v\n%s", err, &stderr)
+			}
+			t.Fatalf("go run . in a fresh module: %v\nstdout:\n%s\nstderr:\n%s", err, &stdout, &stderr)
+		}
+		return stdout.String()
+	}
+	line := regexp.MustCompile(`^snapshot: (\d+) rows at LSN (0x[0-9A-F]{20}); stream from (0x[0-9A-F]{20})\n$`)
+	first := runProgram()
+	m := line.FindStringSubmatch(first)
+	if m == nil || m[1] != "2" {
+		t.Fatalf("first run printed %q, want \"snapshot: 2 rows at LSN 0x…; stream from 0x…\"", first)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "bronze", "orders", "_delta_log", "00000000000000000000.json")); err != nil {
+		t.Errorf("the program wrote no Delta commit: %v", err)
+	}
+	// A rerun finds the snapshot: same LSN, nothing read.
+	second := runProgram()
+	m2 := line.FindStringSubmatch(second)
+	if m2 == nil || m2[1] != "0" || m2[2] != m[2] || m2[3] != m[3] {
+		t.Errorf("rerun printed %q, want 0 rows at the first run's LSN %s", second, m[2])
+	}
+}
