@@ -165,7 +165,11 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if version, err = table.Version(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "changes:  %d change rows committed during the snapshot streamed from %s to %s, delta version %d\n", changes, from, to, version)
+	if from.Compare(to) > 0 {
+		fmt.Fprintf(stdout, "changes:  none committed after %s yet\n", res.LSN)
+	} else {
+		fmt.Fprintf(stdout, "changes:  %d change rows committed during the snapshot streamed from %s to %s, delta version %d\n", changes, from, to, version)
+	}
 	if res.Existing {
 		fmt.Fprintln(stdout, "check:    skipped (the table's snapshot came from an earlier run of a different demo database; pass -resnapshot or a new -target)")
 		return nil
