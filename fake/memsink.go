@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/cdcsnap/cdcsnap/internal/collate"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/sink"
 )
@@ -335,7 +336,7 @@ func (s *MemSink) AppendChanges(ctx context.Context, captureInstance string, bat
 		drop()
 		return Commit{}, ErrSinkClosed
 	}
-	key := fmt.Sprintf("%s\x00%d", foldCase(captureInstance), batchID)
+	key := fmt.Sprintf("%s\x00%d", collate.Fold(captureInstance), batchID)
 	if c, ok := s.batches[key]; ok {
 		drop()
 		return c, nil

@@ -8,9 +8,9 @@ import (
 	"math/big"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/cdcsnap/cdcsnap/internal/collate"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/source"
 )
@@ -294,7 +294,7 @@ func (k keyPart) normalize(v any) any {
 	case string:
 		t := strings.TrimRight(x, " ")
 		if k.ci {
-			t = foldCase(t)
+			t = collate.Fold(t)
 		}
 		if t == x {
 			return v
@@ -315,36 +315,6 @@ func (k keyPart) normalize(v any) any {
 	}
 }
 
-// foldCase is keyrange's case fold, so normalized strings compare as
-// keyrange.Compare compares the originals.
-func foldCase(s string) string {
-	return strings.Map(func(r rune) rune { return unicode.ToLower(unicode.ToUpper(r)) }, s)
-}
-
-// comparePadded compares as SQL Server does: the shorter string padded
-// with spaces to the longer's length.
-func comparePadded(x, y string) int {
-	n := min(len(x), len(y))
-	if r := strings.Compare(x[:n], y[:n]); r != 0 {
-		return r
-	}
-	return padSign(x[n:]) - padSign(y[n:])
-}
-
-// padSign compares s with as many spaces: -1, 0 or +1.
-func padSign(s string) int {
-	for i := 0; i < len(s); i++ {
-		switch {
-		case s[i] == ' ':
-		case s[i] < ' ':
-			return -1
-		default:
-			return 1
-		}
-	}
-	return 0
-}
-
 // compare orders two normalized values, NULL first.
 func (k keyPart) compare(a, b any) int {
 	if a == nil || b == nil {
@@ -361,7 +331,7 @@ func (k keyPart) compare(a, b any) int {
 	case int64:
 		return cmp.Compare(x, b.(int64))
 	case string:
-		return comparePadded(x, b.(string))
+		return collate.ComparePadded(x, b.(string))
 	case float64:
 		return cmp.Compare(x, b.(float64))
 	case bool:

@@ -9,8 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/cdcsnap/cdcsnap/internal/collate"
 )
 
 // Kind is how a key column's values are represented and ordered.
@@ -306,38 +307,12 @@ func compareUUID(x, y UUID) int {
 }
 
 // compareStrings folds case when the collation is case-insensitive, then
-// compares as SQL Server does: the shorter string is padded with spaces to
-// the length of the longer. Trailing spaces so never matter ('a' = 'a  '),
-// and a character below the space sorts a longer string first
-// ('a' + CHAR(9) < 'a'), where plain trimming would put it after.
+// compares with SQL Server's space padding (collate.ComparePadded).
 func compareStrings(c Collation, x, y string) int {
 	if c.CaseInsensitive {
-		x, y = foldCase(x), foldCase(y)
+		x, y = collate.Fold(x), collate.Fold(y)
 	}
-	n := min(len(x), len(y))
-	if r := strings.Compare(x[:n], y[:n]); r != 0 {
-		return r
-	}
-	// One of the rests is empty: compare the other with spaces.
-	return padSign(x[n:]) - padSign(y[n:])
-}
-
-// padSign compares s with as many spaces: -1, 0 or +1.
-func padSign(s string) int {
-	for i := 0; i < len(s); i++ {
-		switch {
-		case s[i] == ' ':
-		case s[i] < ' ':
-			return -1
-		default:
-			return 1
-		}
-	}
-	return 0
-}
-
-func foldCase(s string) string {
-	return strings.Map(func(r rune) rune { return unicode.ToLower(unicode.ToUpper(r)) }, s)
+	return collate.ComparePadded(x, y)
 }
 
 // CollationKey returns a string that is equal for two values exactly when
@@ -355,7 +330,7 @@ func CollationKey(c Column, v any) (string, error) {
 		}
 		s = strings.TrimRight(s, " ")
 		if c.Collation.CaseInsensitive {
-			s = foldCase(s)
+			s = collate.Fold(s)
 		}
 		return "s" + s, nil
 	case KindDecimal:

@@ -2,8 +2,6 @@ package snapshot
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -378,45 +376,22 @@ func NewBackfillPlan(ctx context.Context, src source.Source, opts BackfillOption
 	if err != nil {
 		return nil, err
 	}
-	ci, err := src.CaptureInstance(ctx, opts.CaptureInstance)
+	o, err := open(ctx, src, opts.CaptureInstance, opts.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("backfill %q: %w", opts.CaptureInstance, err)
 	}
-	captured, err := source.ArrowSchema(ci.Columns)
-	if err != nil {
-		return nil, fmt.Errorf("backfill %q: %w", opts.CaptureInstance, err)
-	}
-	if _, err := sink.BronzeSchema(captured); err != nil {
-		return nil, fmt.Errorf("backfill %q: %w", opts.CaptureInstance, err)
-	}
-	s, err := startLSN(ctx, src, ci)
-	if err != nil {
-		return nil, fmt.Errorf("backfill %q: %w", opts.CaptureInstance, err)
-	}
-	commitTS, err := src.LSNTime(ctx, s)
-	if err != nil {
-		return nil, fmt.Errorf("backfill %q: commit time of %s: %w", opts.CaptureInstance, s, err)
-	}
-	id := make([]byte, 16)
-	if _, err := rand.Read(id); err != nil {
-		return nil, fmt.Errorf("backfill %q: plan id: %w", opts.CaptureInstance, err)
-	}
+	ci, s := o.ci, o.lsn
 	plan := &BackfillPlan{
-		ID:              hex.EncodeToString(id),
+		ID:              o.id,
 		CaptureInstance: opts.CaptureInstance,
 		Instance:        *ci,
 		LSN:             s,
-		CommitTS:        commitTS.UTC(),
+		CommitTS:        o.commitTS,
 		ChunkRows:       opts.ChunkRows,
-		EstimatedRows:   -1,
+		EstimatedRows:   o.estimatedRows,
 		WaveChunks:      opts.WaveChunks,
 		Isolation:       opts.Isolation,
 		BatchRows:       opts.BatchRows,
-	}
-	if n, err := src.RowCount(ctx, ci); err == nil {
-		plan.EstimatedRows = n
-	} else {
-		opts.Logger.WarnContext(ctx, "row count unavailable", "capture_instance", ci.Name, "err", err)
 	}
 	if err := planChunks(ctx, src, ci, plan, opts); err != nil {
 		return nil, fmt.Errorf("backfill %q: planning chunks: %w", opts.CaptureInstance, err)

@@ -136,43 +136,20 @@ func NewPlan(ctx context.Context, src source.Source, opts Options) (*Plan, error
 	if err != nil {
 		return nil, err
 	}
-	ci, err := src.CaptureInstance(ctx, opts.CaptureInstance)
+	o, err := open(ctx, src, opts.CaptureInstance, opts.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %q: %w", opts.CaptureInstance, err)
 	}
-	captured, err := source.ArrowSchema(ci.Columns)
-	if err != nil {
-		return nil, fmt.Errorf("snapshot %q: %w", opts.CaptureInstance, err)
-	}
-	if _, err := sink.BronzeSchema(captured); err != nil {
-		return nil, fmt.Errorf("snapshot %q: %w", opts.CaptureInstance, err)
-	}
-	l0, err := startLSN(ctx, src, ci)
-	if err != nil {
-		return nil, fmt.Errorf("snapshot %q: %w", opts.CaptureInstance, err)
-	}
-	commitTS, err := src.LSNTime(ctx, l0)
-	if err != nil {
-		return nil, fmt.Errorf("snapshot %q: commit time of %s: %w", opts.CaptureInstance, l0, err)
-	}
-	id := make([]byte, 16)
-	if _, err := rand.Read(id); err != nil {
-		return nil, fmt.Errorf("snapshot %q: plan id: %w", opts.CaptureInstance, err)
-	}
+	ci, l0 := o.ci, o.lsn
 	plan := &Plan{
-		ID:              hex.EncodeToString(id),
+		ID:              o.id,
 		CaptureInstance: opts.CaptureInstance,
 		Instance:        *ci,
 		LSN:             l0,
-		CommitTS:        commitTS.UTC(),
+		CommitTS:        o.commitTS,
 		Isolation:       opts.Isolation,
 		BatchRows:       opts.BatchRows,
-		EstimatedRows:   -1,
-	}
-	if n, err := src.RowCount(ctx, ci); err == nil {
-		plan.EstimatedRows = n
-	} else {
-		opts.Logger.WarnContext(ctx, "row count unavailable", "capture_instance", ci.Name, "err", err)
+		EstimatedRows:   o.estimatedRows,
 	}
 	if err := planRanges(ctx, src, ci, plan, opts); err != nil {
 		return nil, fmt.Errorf("snapshot %q: planning partitions: %w", opts.CaptureInstance, err)
@@ -180,6 +157,52 @@ func NewPlan(ctx context.Context, src source.Source, opts Options) (*Plan, error
 	opts.Logger.InfoContext(ctx, "snapshot planned", "capture_instance", ci.Name, "lsn", l0, "commit_ts", plan.CommitTS,
 		"strategy", plan.Strategy, "partitions", len(plan.Ranges), "estimated_rows", plan.EstimatedRows)
 	return plan, nil
+}
+
+// opening is what every snapshot, whole or chunked, records before it
+// reads: the resolved capture instance, its LSN and commit time, a new plan
+// id, and the row count of metadata (-1 when unavailable).
+type opening struct {
+	ci            *source.CaptureInstance
+	lsn           lsn.LSN
+	commitTS      time.Time
+	id            string
+	estimatedRows int64
+}
+
+// open resolves the capture instance (rule 1), checks that its columns make
+// a bronze schema, and records the snapshot's LSN (rule 3) and commit time.
+func open(ctx context.Context, src source.Source, name string, logger *slog.Logger) (opening, error) {
+	ci, err := src.CaptureInstance(ctx, name)
+	if err != nil {
+		return opening{}, err
+	}
+	captured, err := source.ArrowSchema(ci.Columns)
+	if err != nil {
+		return opening{}, err
+	}
+	if _, err := sink.BronzeSchema(captured); err != nil {
+		return opening{}, err
+	}
+	at, err := startLSN(ctx, src, ci)
+	if err != nil {
+		return opening{}, err
+	}
+	commitTS, err := src.LSNTime(ctx, at)
+	if err != nil {
+		return opening{}, fmt.Errorf("commit time of %s: %w", at, err)
+	}
+	id := make([]byte, 16)
+	if _, err := rand.Read(id); err != nil {
+		return opening{}, fmt.Errorf("plan id: %w", err)
+	}
+	o := opening{ci: ci, lsn: at, commitTS: commitTS.UTC(), id: hex.EncodeToString(id), estimatedRows: -1}
+	if n, err := src.RowCount(ctx, ci); err == nil {
+		o.estimatedRows = n
+	} else {
+		logger.WarnContext(ctx, "row count unavailable", "capture_instance", ci.Name, "err", err)
+	}
+	return o, nil
 }
 
 // startLSN is rule 3: max LSN, or start_lsn - 1 when capture has not reached
