@@ -127,10 +127,6 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		return err
 	}
 	elapsed := time.Since(started)
-	version, err := table.Version(ctx)
-	if err != nil {
-		return err
-	}
 	files, err := table.Files(ctx)
 	if err != nil {
 		return err
@@ -162,7 +158,8 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if version, err = table.Version(ctx); err != nil {
+	version, err := table.Version(ctx)
+	if err != nil {
 		return err
 	}
 	if from.Compare(to) > 0 {
