@@ -1,6 +1,7 @@
 // Command customsink shows a sink of one's own: FolderSink implements
-// sink.Sink, and nothing else, with Parquet files (arrow-go pqarrow) and a
-// JSON manifest per snapshot in a local folder. The program writes a
+// sink.Sink, and sink.ChunkSink for snapshot.Backfill (chunked.go), with
+// Parquet files (arrow-go pqarrow) and a JSON manifest per snapshot (and
+// per wave of chunks) in a local folder. The program writes a
 // snapshot of a few thousand generated bronze rows through it, in parallel
 // partitions and one atomic commit, and prints the manifest, rows and LSN.
 // Run it twice with the same -dir: the second run finds the snapshot and
@@ -8,8 +9,8 @@
 //
 //	go run ./examples/customsink [-dir DIR] [-rows N] [-partitions N]
 //
-// FolderSink's tests run the sinktest conformance suite, the same one
-// sink/delta passes.
+// FolderSink's tests run the sinktest conformance suites (Run and
+// RunChunked), the same ones sink/delta passes.
 //
 // Limits of FolderSink, which is an example and not a table format:
 //

@@ -34,6 +34,7 @@ import (
 //     one and the highest version wins.
 //   - a change batch: appId "cdcsnap/changes/<lower ci>", version the last
 //     batch id appended (Spark's foreachBatch idempotency).
+//   - a chunked snapshot's open, waves and completion: see chunked.go.
 const (
 	snapshotAppPrefix = "cdcsnap/snapshot/"
 	changesAppPrefix  = "cdcsnap/changes/"
@@ -237,29 +238,45 @@ func (t *Table) CommitSnapshot(ctx context.Context, info sink.Info, parts []sink
 }
 
 func validateParts(info sink.Info, parts []sink.Part) ([]AddFile, int64, error) {
+	adds, rows, seen, err := partAdds(info, parts)
+	if err != nil {
+		return nil, 0, err
+	}
+	for i := range parts {
+		if !seen[i] {
+			return nil, 0, &PartsError{Partition: i, Reason: fmt.Sprintf("missing: %d parts must be partitions 0..%d", len(parts), len(parts)-1)}
+		}
+	}
+	return adds, rows, nil
+}
+
+// partAdds checks each part (of info.PlanID, given once, its add actions
+// well formed and matching its rows and bytes) and returns every add
+// action, the rows, and the partitions seen.
+func partAdds(info sink.Info, parts []sink.Part) ([]AddFile, int64, map[int]bool, error) {
 	seen := map[int]bool{}
 	var adds []AddFile
 	var rows int64
 	for _, p := range parts {
 		if p.PlanID != info.PlanID {
-			return nil, 0, &PartsError{Partition: p.Partition, Reason: fmt.Sprintf("written for plan %q, committing plan %q", p.PlanID, info.PlanID)}
+			return nil, 0, nil, &PartsError{Partition: p.Partition, Reason: fmt.Sprintf("written for plan %q, committing plan %q", p.PlanID, info.PlanID)}
 		}
 		if seen[p.Partition] {
-			return nil, 0, &PartsError{Partition: p.Partition, Reason: "given twice"}
+			return nil, 0, nil, &PartsError{Partition: p.Partition, Reason: "given twice"}
 		}
 		seen[p.Partition] = true
 		var pa []AddFile
 		if err := json.Unmarshal(p.Data, &pa); err != nil {
-			return nil, 0, &PartsError{Partition: p.Partition, Reason: fmt.Sprintf("Data is not this sink's add actions: %v", err)}
+			return nil, 0, nil, &PartsError{Partition: p.Partition, Reason: fmt.Sprintf("Data is not this sink's add actions: %v", err)}
 		}
 		var r, b int64
 		for _, a := range pa {
 			st, err := a.ParseStats()
 			if err != nil {
-				return nil, 0, &PartsError{Partition: p.Partition, Reason: err.Error()}
+				return nil, 0, nil, &PartsError{Partition: p.Partition, Reason: err.Error()}
 			}
 			if a.Path == "" || strings.Contains(a.Path, "..") || strings.HasPrefix(a.Path, "/") || strings.Contains(a.Path, "://") || strings.HasPrefix(a.Path, "_") {
-				return nil, 0, &PartsError{Partition: p.Partition, Reason: fmt.Sprintf("bad file path %q", a.Path)}
+				return nil, 0, nil, &PartsError{Partition: p.Partition, Reason: fmt.Sprintf("bad file path %q", a.Path)}
 			}
 			r += st.NumRecords
 			b += a.Size
@@ -269,16 +286,11 @@ func validateParts(info sink.Info, parts []sink.Part) ([]AddFile, int64, error) 
 			adds = append(adds, a)
 		}
 		if r != p.Rows || b != p.Bytes {
-			return nil, 0, &PartsError{Partition: p.Partition, Reason: fmt.Sprintf("says %d rows and %d bytes, its files hold %d rows and %d bytes", p.Rows, p.Bytes, r, b)}
+			return nil, 0, nil, &PartsError{Partition: p.Partition, Reason: fmt.Sprintf("says %d rows and %d bytes, its files hold %d rows and %d bytes", p.Rows, p.Bytes, r, b)}
 		}
 		rows += r
 	}
-	for i := range parts {
-		if !seen[i] {
-			return nil, 0, &PartsError{Partition: i, Reason: fmt.Sprintf("missing: %d parts must be partitions 0..%d", len(parts), len(parts)-1)}
-		}
-	}
-	return adds, rows, nil
+	return adds, rows, seen, nil
 }
 
 // AppendChanges appends change rows (in the bronze schema) in one commit,

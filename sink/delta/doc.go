@@ -43,6 +43,30 @@
 // resnapshot supersedes the earlier one. Change batches use appId
 // "cdcsnap/changes/<lower capture instance>" with the batch id as version.
 //
+// # Chunked snapshots
+//
+// Table also implements sink.ChunkSink (snapshot.Backfill), with the same
+// kind of records, each txn's version the table version of its commit:
+//
+//	cdcsnap/chunked/<capture instance, path-escaped>/<S>/<commit_ts µs>/<chunks>/<planID>
+//	cdcsnap/chunks/<planID>/<end>
+//	cdcsnap/chunked-complete/<planID>
+//
+// OpenChunked writes the plan to _cdcsnap/chunked/<planID>.json
+// put-if-absent (outside _delta_log; VACUUM skips folders starting with
+// _), then commits the open txn with no data. Each CommitChunks commits a
+// wave's add actions with the txn of its end (chunks 0..end-1 are then
+// committed), CompleteChunked the completion txn. FindChunked reads the
+// instance's newest open txn, the highest <end> of its plan and the
+// completion txn, and the plan file: never commitInfo, which carries
+// sink.ChunkedUserMetadata for people reading the history. Every check
+// (the newest open is the one replaced; a wave starts at the first
+// uncommitted chunk) is made against the log the commit follows, and
+// again after a lost put-if-absent race, so of two writers of one wave
+// exactly one lands and no chunk is ever visible twice. FindSnapshot and
+// ReadSnapshotRows never see chunked snapshots (their rows have _chunk
+// set).
+//
 // # Reading
 //
 // The reader replays the log from the newest complete classic checkpoint

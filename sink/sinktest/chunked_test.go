@@ -1,0 +1,124 @@
+package sinktest_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/cdcsnap/cdcsnap/fake"
+	"github.com/cdcsnap/cdcsnap/sink"
+	"github.com/cdcsnap/cdcsnap/sink/sinktest"
+)
+
+var _ sinktest.TableReader = (*fake.MemSink)(nil)
+
+// TestRunChunkedMemSink runs the chunked-snapshot conformance suite on
+// fake.MemSink, the reference implementation of sink.ChunkSink.
+func TestRunChunkedMemSink(t *testing.T) {
+	sinktest.RunChunked(t, func(t *testing.T) sink.ChunkSink {
+		s := fake.NewMemSink()
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
+// brokenChunkEnv names the bug TestBrokenChunkSink gives its sinks.
+const brokenChunkEnv = "SINKTEST_BROKEN_CHUNK_SINK"
+
+// brokenChunkSink is fake.MemSink with one rule of sink.ChunkSink broken.
+type brokenChunkSink struct {
+	*fake.MemSink
+	bug string
+}
+
+func (s brokenChunkSink) FindSnapshot(ctx context.Context, ci string) (sink.Snapshot, error) {
+	if c, err := s.MemSink.FindChunked(ctx, ci); err == nil && s.bug == "findsChunked" {
+		return sink.Snapshot{CaptureInstance: c.CaptureInstance, LSN: c.LSN, CommitTS: c.CommitTS, Version: c.Version, Rows: -1}, nil
+	}
+	return s.MemSink.FindSnapshot(ctx, ci)
+}
+
+func (s brokenChunkSink) FindChunked(ctx context.Context, ci string) (sink.Chunked, error) {
+	c, err := s.MemSink.FindChunked(ctx, ci)
+	if s.bug == "staleFind" {
+		c.Committed = 0
+	}
+	return c, err
+}
+
+func (s brokenChunkSink) OpenChunked(ctx context.Context, info sink.Info, chunks int, plan json.RawMessage, replaces string) (sink.Chunked, error) {
+	if s.bug == "reopenRefused" {
+		if c, err := s.MemSink.FindChunked(ctx, info.CaptureInstance); err == nil && c.PlanID == info.PlanID {
+			return c, fmt.Errorf("opened already: %w", sink.ErrSnapshotExists)
+		}
+	}
+	return s.MemSink.OpenChunked(ctx, info, chunks, plan, replaces)
+}
+
+func (s brokenChunkSink) CommitChunks(ctx context.Context, info sink.Info, wave sink.Wave, parts []sink.Part) (sink.Chunked, error) {
+	c, err := s.MemSink.CommitChunks(ctx, info, wave, parts)
+	if s.bug == "hidesCommitted" && errors.Is(err, sink.ErrChunkCommitted) {
+		return c, nil
+	}
+	return c, err
+}
+
+func (s brokenChunkSink) CompleteChunked(ctx context.Context, info sink.Info) (sink.Chunked, error) {
+	c, err := s.MemSink.CompleteChunked(ctx, info)
+	if s.bug == "completesEarly" && err != nil {
+		c.Complete = true
+		return c, nil
+	}
+	return c, err
+}
+
+// TestBrokenChunkSink runs RunChunked on a sink with one bug; it only runs
+// as the child process of TestChunkedSuiteCatchesBugs.
+func TestBrokenChunkSink(t *testing.T) {
+	bug := os.Getenv(brokenChunkEnv)
+	if bug == "" {
+		t.Skip("runs as a child of TestChunkedSuiteCatchesBugs")
+	}
+	sinktest.RunChunked(t, func(t *testing.T) sink.ChunkSink {
+		s := fake.NewMemSink()
+		t.Cleanup(func() { _ = s.Close() })
+		return brokenChunkSink{s, bug}
+	})
+}
+
+// TestChunkedSuiteCatchesBugs proves RunChunked checks each rule: it fails
+// on a sink that breaks it, in the subtest meant to catch it.
+func TestChunkedSuiteCatchesBugs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the test binary once per bug")
+	}
+	cases := []struct{ bug, subtest string }{
+		{"findsChunked", "OpenFindResume"},
+		{"findsChunked", "WholeAndChunkedApart"},
+		{"staleFind", "WavesInOrder"},
+		{"reopenRefused", "OpenFindResume"},
+		{"hidesCommitted", "WavesInOrder"},
+		{"hidesCommitted", "ConcurrentWaveOneLands"},
+		{"completesEarly", "WavesInOrder"},
+	}
+	for _, c := range cases {
+		t.Run(c.bug+"/"+c.subtest, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestBrokenChunkSink$/^"+c.subtest+"$", "-test.v", "-test.count=1")
+			cmd.Env = append(os.Environ(), brokenChunkEnv+"="+c.bug)
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) {
+				t.Fatalf("RunChunked passed (or did not run: %v) on a sink with bug %q, want a failure in %s:\n%s", err, c.bug, c.subtest, out)
+			}
+			if want := "--- FAIL: TestBrokenChunkSink/" + c.subtest; !strings.Contains(string(out), want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		})
+	}
+}
