@@ -4,9 +4,18 @@
 // that LSN so the stream starts right after it. The target converges to the
 // source once the latest image per key is applied (see LatestImage).
 //
-// Take does it in one process. Its three steps are exported for fan-out
-// across processes: NewPlan (JSON), Execute of one partition on any worker
-// (its sink.Part is JSON), and Commit of all parts at once.
+// Take does it in one process; Bootstrap also returns the first LSN the
+// stream reads. Its three steps are exported for fan-out across processes:
+// NewPlan (JSON), Execute of one partition on any worker (its sink.Part is
+// JSON), and Commit of all parts at once.
+//
+// Backfill takes a chunked snapshot next to a running stream instead: the
+// snapshot's LSN S is recorded first, every chunk is planned and stored with
+// the target, and waves of chunks commit one after another, resumable after
+// a crash. Changes and Poll are the stream's pieces: changes between two
+// LSNs as bronze rows, appended per batch, with source.ErrDataLoss after
+// retention cleanup and an optional re-snapshot. Image is the latest-image
+// merge, for verification.
 package snapshot
 
 import (
