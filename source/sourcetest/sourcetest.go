@@ -31,41 +31,11 @@
 //
 // # Against SQL Server
 //
-// The hooks of a real database run DDL and DML. A sketch for
-// source/sqlserver, guarded by CDCSNAP_MSSQL_DSN so it only runs where a
-// database with CDC enabled is reachable:
-//
-//	func TestConformance(t *testing.T) {
-//		dsn := os.Getenv("CDCSNAP_MSSQL_DSN")
-//		if dsn == "" {
-//			t.Skip("CDCSNAP_MSSQL_DSN is not set")
-//		}
-//		db, _ := sql.Open("sqlserver", dsn)
-//		src, _ := sqlserver.New(db, sqlserver.Options{})
-//		sourcetest.Run(t, sourcetest.Harness{
-//			Source: src,
-//			Prefix: fmt.Sprintf("st%d_", time.Now().Unix()), // fresh names per run
-//			CreateTable: func(ctx context.Context, tb sourcetest.Table, instance string, rows []sourcetest.Row) error {
-//				// CREATE TABLE [dbo].[name] (... , CONSTRAINT pk PRIMARY KEY (key...));
-//				// INSERT the rows in one transaction (bound parameters);
-//				// EXEC sys.sp_cdc_enable_table @source_schema, @source_name,
-//				//      @capture_instance = instance, @role_name = NULL;
-//			},
-//			Commit: func(ctx context.Context, tb sourcetest.Table, changes []sourcetest.Change) (lsn.LSN, error) {
-//				// BEGIN TRAN; INSERT / UPDATE ... WHERE key = @k / DELETE ...;
-//				// SELECT sys.fn_cdc_get_max_lsn() would be too early: read the
-//				// transaction's LSN (sys.fn_cdc_map_time_to_lsn or
-//				// sys.dm_tran_current_transaction + cdc.lsn_time_mapping) and COMMIT;
-//				// then wait (EXEC sys.sp_cdc_scan, or poll) until
-//				// sys.fn_cdc_get_max_lsn() >= that LSN.
-//			},
-//			Cleanup: func(ctx context.Context, instance string, low lsn.LSN) error {
-//				// EXEC sys.sp_cdc_cleanup_change_table @capture_instance = instance,
-//				//      @low_water_mark = low, @threshold = 5000;
-//			},
-//			CaseSensitive: false, // true only on a database with a _CS_ collation
-//		})
-//	}
+// The hooks of a real database run DDL and DML:
+// source/sqlserver/integration/conformance_test.go is the harness for SQL
+// Server (CREATE TABLE, INSERT in one transaction, sys.sp_cdc_enable_table;
+// DML then a wait for the capture job; sys.sp_cdc_cleanup_change_table),
+// run by integration/run.sh or wherever CDCSNAP_MSSQL_DSN is set.
 package sourcetest
 
 import (
