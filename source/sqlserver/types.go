@@ -19,20 +19,27 @@ type typeRule struct {
 	varMax bool
 }
 
-// inlineTypes is the allowlist of types cdcsnap inlines in a CAST: the
+// inlineRule is the allowlist of types cdcsnap inlines in a CAST: the
 // types a key bound can have. Anything else is never written into SQL text.
-var inlineTypes = map[string]typeRule{
-	"tinyint": {}, "smallint": {}, "int": {}, "bigint": {}, "bit": {},
-	"money": {}, "smallmoney": {}, "float": {}, "real": {},
-	"date": {}, "datetime": {}, "smalldatetime": {}, "uniqueidentifier": {},
-	"decimal": {args: 2}, "numeric": {args: 2},
-	"time": {args: 3}, "datetime2": {args: 3}, "datetimeoffset": {args: 3},
-	"char":      {args: 1, maxLen: 8000},
-	"varchar":   {args: 1, maxLen: 8000, varMax: true},
-	"nchar":     {args: 1, maxLen: 4000},
-	"nvarchar":  {args: 1, maxLen: 4000, varMax: true},
-	"binary":    {args: 1, maxLen: 8000},
-	"varbinary": {args: 1, maxLen: 8000, varMax: true},
+func inlineRule(name string) (typeRule, bool) {
+	switch name {
+	case "tinyint", "smallint", "int", "bigint", "bit", "money", "smallmoney", "float", "real",
+		"date", "datetime", "smalldatetime", "uniqueidentifier":
+		return typeRule{}, true
+	case "decimal", "numeric":
+		return typeRule{args: 2}, true
+	case "time", "datetime2", "datetimeoffset":
+		return typeRule{args: 3}, true
+	case "char", "binary":
+		return typeRule{args: 1, maxLen: 8000}, true
+	case "varchar", "varbinary":
+		return typeRule{args: 1, maxLen: 8000, varMax: true}, true
+	case "nchar":
+		return typeRule{args: 1, maxLen: 4000}, true
+	case "nvarchar":
+		return typeRule{args: 1, maxLen: 4000, varMax: true}, true
+	}
+	return typeRule{}, false
 }
 
 // InlineType returns the declared type of c ("varchar(20)", "decimal(18,4)",
@@ -42,7 +49,7 @@ var inlineTypes = map[string]typeRule{
 // never copied from the server, and re-parsed with source.ParseType to the
 // same fields.
 func InlineType(c source.Column) (string, error) {
-	rule, ok := inlineTypes[c.Type]
+	rule, ok := inlineRule(c.Type)
 	if !ok {
 		return "", fmt.Errorf("sqlserver: column %q: type %q is not one cdcsnap inlines: %w", c.Name, c.Type, source.ErrUnsupportedType)
 	}
