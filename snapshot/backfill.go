@@ -541,6 +541,13 @@ func firstError(errs []error) error {
 // It can run on any process that has the plan. progress, when non-nil, is
 // called with the rows written so far in this chunk after each batch.
 func ExecuteChunk(ctx context.Context, src source.Source, dst sink.Sink, plan *BackfillPlan, i int, wave sink.Wave, progress func(rows int64)) (sink.Part, error) {
+	key, err := plan.Instance.KeyColumns()
+	if err == nil {
+		err = validateRanges(plan.Ranges, key)
+	}
+	if err != nil {
+		return sink.Part{}, fmt.Errorf("backfill %q: %w", plan.CaptureInstance, err)
+	}
 	if i < 0 || i >= len(plan.Ranges) {
 		return sink.Part{}, fmt.Errorf("backfill %q: chunk %d does not exist (the plan has %d)", plan.CaptureInstance, i, len(plan.Ranges))
 	}

@@ -288,11 +288,64 @@ func (p *Plan) Info() (sink.Info, error) {
 	return sink.Info{CaptureInstance: p.CaptureInstance, LSN: p.LSN, CommitTS: p.CommitTS, Schema: schema, PlanID: p.ID, Replaces: p.Replaces}, nil
 }
 
+// ErrInvalidPlan is wrapped by Execute and Commit for a plan whose ranges
+// do not tile the key space exactly once (a plan damaged or edited on its
+// way to a worker): reading it would lose or repeat rows.
+var ErrInvalidPlan = errors.New("invalid snapshot plan")
+
+// Validate checks that the plan's ranges tile the key space: at least one,
+// numbered in order, the first open below and the last open above, each
+// upper bound the next range's lower bound, bounds strictly increasing.
+func (p *Plan) Validate() error {
+	key, err := p.Instance.KeyColumns()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidPlan, err)
+	}
+	return validateRanges(p.Ranges, key)
+}
+
+func validateRanges(ranges []keyrange.Range, key []keyrange.Column) error {
+	n := len(ranges)
+	switch {
+	case n == 0:
+		return fmt.Errorf("%w: no ranges", ErrInvalidPlan)
+	case ranges[0].Lower != nil:
+		return fmt.Errorf("%w: the first range is not open below", ErrInvalidPlan)
+	case ranges[n-1].Upper != nil:
+		return fmt.Errorf("%w: the last range is not open above", ErrInvalidPlan)
+	}
+	for i, r := range ranges {
+		if r.Index != i {
+			return fmt.Errorf("%w: range %d has index %d", ErrInvalidPlan, i, r.Index)
+		}
+		if i == n-1 {
+			break
+		}
+		next := ranges[i+1]
+		if r.Upper == nil || next.Lower == nil {
+			return fmt.Errorf("%w: ranges %d and %d do not meet", ErrInvalidPlan, i, i+1)
+		}
+		if c, err := keyrange.CompareTuples(key, r.Upper, next.Lower); err != nil || c != 0 {
+			return fmt.Errorf("%w: range %d ends at %v but range %d starts at %v", ErrInvalidPlan, i, r.Upper, i+1, next.Lower)
+		}
+		if r.Lower != nil {
+			if c, err := keyrange.CompareTuples(key, r.Lower, r.Upper); err != nil || c >= 0 {
+				return fmt.Errorf("%w: range %d is empty or reversed (%s)", ErrInvalidPlan, i, r)
+			}
+		}
+	}
+	return nil
+}
+
 // Execute reads partition i of the plan from src and writes its rows to
 // dst, invisible until Commit. It can run on any process that has the plan.
 // progress, when non-nil, is called with the rows written so far in this
-// partition after each batch.
+// partition after each batch. A plan whose ranges do not tile the key space
+// is refused (ErrInvalidPlan).
 func Execute(ctx context.Context, src source.Source, dst sink.Sink, plan *Plan, i int, progress func(rows int64)) (sink.Part, error) {
+	if err := plan.Validate(); err != nil {
+		return sink.Part{}, fmt.Errorf("snapshot %q: %w", plan.CaptureInstance, err)
+	}
 	if i < 0 || i >= len(plan.Ranges) {
 		return sink.Part{}, fmt.Errorf("snapshot %q: partition %d does not exist (the plan has %d)", plan.CaptureInstance, i, len(plan.Ranges))
 	}
@@ -331,6 +384,9 @@ func Execute(ctx context.Context, src source.Source, dst sink.Sink, plan *Plan, 
 func Commit(ctx context.Context, dst sink.Sink, plan *Plan, parts []sink.Part, logger *slog.Logger) (Result, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
+	}
+	if err := plan.Validate(); err != nil {
+		return Result{}, fmt.Errorf("snapshot %q: %w", plan.CaptureInstance, err)
 	}
 	if err := checkParts(plan, parts); err != nil {
 		return Result{}, err

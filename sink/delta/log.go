@@ -76,7 +76,42 @@ func (s *state) apply(a *action) error {
 	case a.Protocol != nil:
 		s.protocol = a.Protocol
 	case a.Txn != nil:
+		// A record of ours that does not parse must stop the reader: ignoring
+		// it would hide a snapshot, and a rerun would take a second one.
+		if strings.HasPrefix(a.Txn.AppID, snapshotAppPrefix) {
+			if _, ok := parseSnapshotTxn(*a.Txn); !ok {
+				return fmt.Errorf("snapshot record %q does not parse", a.Txn.AppID)
+			}
+		}
 		s.txns[a.Txn.AppID] = *a.Txn
+	}
+	return nil
+}
+
+// checkSnapshotRows refuses a commit whose snapshot record counts other
+// rows than its added files hold: a commit file cut short on a store
+// without atomic writes. Files without stats are not counted (nor checked).
+func checkSnapshotRows(acts []action) error {
+	var rec *Txn
+	var rows int64
+	for i := range acts {
+		switch a := &acts[i]; {
+		case a.Txn != nil && strings.HasPrefix(a.Txn.AppID, snapshotAppPrefix):
+			rec = a.Txn
+		case a.Add != nil:
+			st, err := a.Add.ParseStats()
+			if err != nil {
+				return nil
+			}
+			rows += st.NumRecords
+		}
+	}
+	if rec == nil {
+		return nil
+	}
+	sn, _ := parseSnapshotTxn(*rec)
+	if sn.Rows != rows {
+		return fmt.Errorf("snapshot record %q counts %d rows but the commit's files hold %d (the commit file is incomplete)", rec.AppID, sn.Rows, rows)
 	}
 	return nil
 }
@@ -317,6 +352,9 @@ func (t *Table) replayCommits(ctx context.Context, s *state, from, to int64) err
 			if err := s.apply(&acts[i]); err != nil {
 				return &CorruptLogError{File: commitKey(v), Err: err}
 			}
+		}
+		if err := checkSnapshotRows(acts); err != nil {
+			return &CorruptLogError{File: commitKey(v), Err: err}
 		}
 		s.version = v
 	}

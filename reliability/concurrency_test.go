@@ -1,0 +1,186 @@
+package reliability_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"gocloud.dev/blob/memblob"
+
+	"github.com/cdcsnap/cdcsnap/lsn"
+	"github.com/cdcsnap/cdcsnap/sink/delta"
+	"github.com/cdcsnap/cdcsnap/snapshot"
+)
+
+// TestEightBootstrapsOneSnapshot races 8 bootstraps of the same instance
+// on one table, each through its own Table (as 8 processes would), with
+// changes committed between the pages of their reads so that each plans
+// its own L0: exactly one snapshot lands, every bootstrap returns its LSN
+// (one new, seven Existing), and the stream from there converges. On
+// memblob (conditional writes) and on a local folder (link-based
+// put-if-absent).
+func TestEightBootstrapsOneSnapshot(t *testing.T) {
+	r := rand.New(rand.NewPCG(seed(t), 30))
+	ctx := context.Background()
+	ty := newTally()
+	for c := range cases(24) {
+		kind := "memblob"
+		if c%2 == 1 {
+			kind = "local folder"
+		}
+		ok := func() bool {
+			w := newWorld(t, r, shapes()[r.IntN(len(shapes()))], r.IntN(200))
+			var open func() *delta.Table
+			if kind == "memblob" {
+				mem := memblob.OpenBucket(nil)
+				defer mem.Close()
+				open = func() *delta.Table { return delta.OpenBucket(mem, "mem://race", delta.Options{CheckpointInterval: 2}) }
+			} else {
+				dir := t.TempDir()
+				open = func() *delta.Table {
+					tb, err := delta.Open(ctx, dir, delta.Options{CheckpointInterval: 2})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return tb
+				}
+			}
+			rw := &readWatch{}
+			w.installHook(t, r, 1, rw, nil)
+			const n = 8
+			results := make([]snapshot.Result, n)
+			errs := make([]error, n)
+			tables := make([]*delta.Table, n)
+			for i := range tables {
+				tables[i] = open()
+				defer tables[i].Close()
+			}
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					_, results[i], errs[i] = snapshot.Bootstrap(ctx, w.db, tables[i], snapshot.Options{CaptureInstance: w.ci, Partitions: 1 + i%4, BatchRows: 7})
+				}()
+			}
+			close(start)
+			wg.Wait()
+			w.db.SetPageHook(nil)
+			var fresh int
+			var l lsn.LSN
+			for i := range n {
+				if errs[i] != nil {
+					t.Errorf("case %d (%s): bootstrap %d: %v", c, kind, i, errs[i])
+					return false
+				}
+				if !results[i].Existing {
+					fresh++
+				}
+			}
+			tb := open()
+			defer tb.Close()
+			snaps := instanceSnapshots(t, ctx, tb, w.ci)
+			if len(snaps) != 1 || fresh != 1 {
+				t.Errorf("case %d (%s): %d snapshots in the table, %d bootstraps committed; want 1 and 1", c, kind, len(snaps), fresh)
+				return false
+			}
+			l = snaps[0].LSN
+			for i := range n {
+				if results[i].LSN != l {
+					t.Errorf("case %d (%s): bootstrap %d returned LSN %s, the snapshot's is %s", c, kind, i, results[i].LSN, l)
+					return false
+				}
+			}
+			if _, err := checkSnapshotRows(t, ctx, w, tb, snaps[0]); err != nil {
+				t.Errorf("case %d (%s): %v", c, kind, err)
+				return false
+			}
+			if err := streamAndCompare(t, ctx, w, tb, snapshot.Result{LSN: l}, 1); err != nil {
+				t.Errorf("case %d (%s): %v", c, kind, err)
+				return false
+			}
+			return true
+		}()
+		ty.add("8 bootstraps, one instance, "+kind, true, ok)
+		if t.Failed() {
+			break
+		}
+	}
+	ty.report(t, "concurrent bootstraps")
+}
+
+// TestBootstrapsOfTwoInstancesBothLand races bootstraps of two capture
+// instances of one source table (a schema change keeps two at once) into
+// one table, four of each: both snapshots land, each instance's rows carry
+// its own LSN, and each converges to the source.
+func TestBootstrapsOfTwoInstancesBothLand(t *testing.T) {
+	r := rand.New(rand.NewPCG(seed(t), 31))
+	ctx := context.Background()
+	for c := range cases(10) {
+		w := newWorld(t, r, shapes()[r.IntN(len(shapes()))], r.IntN(150))
+		ci2 := w.ci + "_v2"
+		if _, err := w.db.EnableCDC("dbo", w.shape.name, ci2); err != nil {
+			t.Fatal(err)
+		}
+		w2 := w.with(ci2)
+		mem := memblob.OpenBucket(nil)
+		rw := &readWatch{}
+		w.installHook(t, r, 1, rw, nil)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		got := map[string]map[lsn.LSN]int{}
+		var failed error
+		for i := range 8 {
+			ww := w
+			if i%2 == 1 {
+				ww = w2
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				tb := delta.OpenBucket(mem, "mem://two", delta.Options{})
+				defer tb.Close()
+				res, err := snapshot.Take(ctx, w.db, tb, snapshot.Options{CaptureInstance: ww.ci, Partitions: 3, BatchRows: 5})
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					failed = err
+					return
+				}
+				if got[ww.ci] == nil {
+					got[ww.ci] = map[lsn.LSN]int{}
+				}
+				got[ww.ci][res.LSN]++
+			}()
+		}
+		wg.Wait()
+		w.db.SetPageHook(nil)
+		if failed != nil {
+			t.Fatalf("case %d: %v", c, failed)
+		}
+		tb := delta.OpenBucket(mem, "mem://two", delta.Options{})
+		for _, x := range []*world{w, w2} {
+			snaps := instanceSnapshots(t, ctx, tb, x.ci)
+			if len(snaps) != 1 || len(got[x.ci]) != 1 || got[x.ci][snaps[0].LSN] != 4 {
+				t.Fatalf("case %d: instance %s: table holds %+v, bootstraps returned %v", c, x.ci, snaps, got[x.ci])
+			}
+			if _, err := checkSnapshotRows(t, ctx, x, tb, snaps[0]); err != nil {
+				t.Fatalf("case %d: instance %s: %v", c, x.ci, err)
+			}
+		}
+		for i, x := range []*world{w, w2} {
+			for range r.IntN(5) {
+				w.change(t, r)
+			}
+			snaps := instanceSnapshots(t, ctx, tb, x.ci)
+			if err := streamAndCompare(t, ctx, x, tb, snapshot.Result{LSN: snaps[0].LSN}, int64(1+i)); err != nil {
+				t.Fatalf("case %d: instance %s: %v", c, x.ci, err)
+			}
+		}
+		tb.Close()
+		mem.Close()
+	}
+}
