@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"time"
 
 	"github.com/cdcsnap/cdcsnap/source"
@@ -23,8 +24,10 @@ type Options struct {
 	// bound safely is read as one range (the reason is logged).
 	Partitions int
 
-	// Parallelism caps how many partitions are read at once; zero means
-	// Partitions.
+	// Parallelism caps how many partitions are read (and written) at once;
+	// zero means the smaller of Partitions and max(2, GOMAXPROCS). Memory
+	// grows with it: each partition in flight holds a batch and a Parquet
+	// row group.
 	Parallelism int
 
 	// Isolation is the read's isolation level; zero is READ COMMITTED.
@@ -80,9 +83,10 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Partitions == 0 {
 		o.Partitions = defaultPartitions
 	}
-	if o.Parallelism == 0 || o.Parallelism > o.Partitions {
-		o.Parallelism = o.Partitions
+	if o.Parallelism == 0 {
+		o.Parallelism = max(2, runtime.GOMAXPROCS(0))
 	}
+	o.Parallelism = min(o.Parallelism, o.Partitions)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

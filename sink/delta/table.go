@@ -30,7 +30,7 @@ type Options struct {
 	// and the next one started. Zero means 128 MiB.
 	TargetFileSize int64
 	// RowGroupRows is the most rows in a Parquet row group; a row group is
-	// buffered in memory until it is full (or reaches 64 MiB compressed),
+	// buffered in memory until it is full (or reaches 8 MiB compressed),
 	// which bounds each writer's memory. Zero means 1,048,576.
 	RowGroupRows int
 	// CheckpointInterval writes a classic Parquet checkpoint after every

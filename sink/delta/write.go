@@ -379,8 +379,11 @@ func (s *fileSet) write(ctx context.Context, rec arrow.RecordBatch) error {
 	return nil
 }
 
-// rowGroupBytes bounds a buffered row group's compressed size.
-const rowGroupBytes = 64 << 20
+// rowGroupBytes bounds a buffered row group's compressed size, and so each
+// writer's memory: internal/bench measured peak RSS 232 MiB (1M rows) and
+// 250 MiB (10M rows) at 8 MiB with two writers, against 386 and 638 MiB at
+// 64 MiB, for the same speed.
+const rowGroupBytes = 8 << 20
 
 // finish closes the current file and records its add action.
 func (s *fileSet) finish() error {

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+
+	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/snapshot"
+	"github.com/cdcsnap/cdcsnap/source"
+)
+
+// cell returns column c of row i of rec as the Go value Gen.Values uses.
+func cell(t *testing.T, col arrow.Array, i int) any {
+	t.Helper()
+	if col.IsNull(i) {
+		return nil
+	}
+	switch a := col.(type) {
+	case *array.Int32:
+		return a.Value(i)
+	case *array.Int64:
+		return a.Value(i)
+	case *array.String:
+		return a.Value(i)
+	case *array.Decimal128:
+		return a.Value(i)
+	case *array.Timestamp:
+		return a.Value(i)
+	}
+	t.Fatalf("unexpected column type %s", col.DataType())
+	return nil
+}
+
+// readAll reads range r and returns the row numbers (id-1) it produced,
+// checking every value against Gen.Values.
+func readAll(t *testing.T, g *Gen, r keyrange.Range, batch int) []int64 {
+	t.Helper()
+	ci, err := g.CaptureInstance(context.Background(), genCI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr, err := g.ReadRange(context.Background(), ci, r, source.ReadOptions{BatchRows: batch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rr.Release()
+	idCol := 0
+	if g.companies > 0 {
+		idCol = 1
+	}
+	var got []int64
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		if rec.NumRows() > int64(batch) {
+			t.Fatalf("batch of %d rows, want at most %d", rec.NumRows(), batch)
+		}
+		for i := 0; i < int(rec.NumRows()); i++ {
+			id := rec.Column(idCol).(*array.Int64).Value(i)
+			want := g.Values(id - 1)
+			row := make([]any, rec.NumCols())
+			for c := range row {
+				row[c] = cell(t, rec.Column(c), i)
+			}
+			if !reflect.DeepEqual(row, want) {
+				t.Fatalf("row id %d = %v, want %v", id, row, want)
+			}
+			got = append(got, id-1)
+		}
+	}
+	if err := rr.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestRangesCoverEveryRowOnce plans ranges as a snapshot does (uniform for
+// bigint, keyset seeks for the composite key) and proves that reading them
+// returns every row exactly once, in key order, with the right values.
+func TestRangesCoverEveryRowOnce(t *testing.T) {
+	for _, tc := range []struct {
+		rows, companies int64
+		partitions      int
+	}{
+		{1, 0, 4}, {1000, 0, 1}, {1000, 0, 3}, {1001, 0, 8}, {5, 0, 8},
+		{1000, 1, 4}, {1000, 3, 4}, {997, 20, 8}, {40, 20, 3}, {7, 3, 8},
+	} {
+		t.Run(fmt.Sprintf("rows=%d/companies=%d/p=%d", tc.rows, tc.companies, tc.partitions), func(t *testing.T) {
+			g := NewGen(tc.rows, tc.companies)
+			plan, err := snapshot.NewPlan(context.Background(), g, snapshot.Options{CaptureInstance: genCI, Partitions: tc.partitions})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.partitions > 1 && tc.rows > 1 && len(plan.Ranges) < 2 {
+				t.Fatalf("%s plan has %d ranges", plan.Strategy, len(plan.Ranges))
+			}
+			var all []int64
+			for _, r := range plan.Ranges {
+				all = append(all, readAll(t, g, r, 64)...)
+			}
+			if int64(len(all)) != tc.rows {
+				t.Fatalf("read %d rows, want %d", len(all), tc.rows)
+			}
+			for i, n := range all {
+				if n != int64(i) {
+					t.Fatalf("row %d read at position %d: rows missing, repeated or out of order", n, i)
+				}
+			}
+		})
+	}
+}
+
+// TestKeysAreOrderedAndSeekable checks the composite key arithmetic against
+// keyrange's order and SeekKey against counting.
+func TestKeysAreOrderedAndSeekable(t *testing.T) {
+	ctx := context.Background()
+	for _, companies := range []int64{1, 3, 20} {
+		g := NewGen(103, companies)
+		ci, _ := g.CaptureInstance(ctx, genCI)
+		cols, err := ci.KeyColumns()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := int64(1); i < g.rows; i++ {
+			c, err := keyrange.CompareTuples(cols, g.Key(i-1), g.Key(i))
+			if err != nil || c >= 0 {
+				t.Fatalf("companies %d: key %v not below key %v (%v)", companies, g.Key(i-1), g.Key(i), err)
+			}
+		}
+		seen := map[int64]bool{}
+		for i := range g.rows {
+			seen[g.company(i)] = true
+			from := g.Key(i)
+			for _, k := range []int64{0, 1, 5, g.rows} {
+				got, ok, err := g.SeekKey(ctx, ci, source.ReadCommitted, from, k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := i + k; want >= g.rows {
+					if ok {
+						t.Fatalf("SeekKey(%v, %d) = %v, want none", from, k, got)
+					}
+				} else if !ok || !reflect.DeepEqual(got, g.Key(want)) {
+					t.Fatalf("SeekKey(%v, %d) = %v %v, want %v", from, k, got, ok, g.Key(want))
+				}
+			}
+		}
+		if int64(len(seen)) != companies {
+			t.Fatalf("%d companies used, want %d", len(seen), companies)
+		}
+		// A bound between two companies' keys and a company-only bound.
+		if companies > 1 {
+			lo, _, err := g.Bounds(keyrange.Range{Lower: keyrange.Tuple{int64(2)}})
+			if err != nil || lo != g.companyStart(2) {
+				t.Fatalf("Bounds(company 2) = %d %v, want %d", lo, err, g.companyStart(2))
+			}
+			lo, _, err = g.Bounds(keyrange.Range{Lower: keyrange.Tuple{int64(1), int64(g.rows + 5)}})
+			if err != nil || lo != g.companyStart(2) {
+				t.Fatalf("Bounds(company 1, beyond) = %d %v, want %d", lo, err, g.companyStart(2))
+			}
+		}
+	}
+}
+
+// TestDeterministic proves two readers of the same range produce the same
+// values, and that a value depends on the key only (not the batch size).
+func TestDeterministic(t *testing.T) {
+	g := NewGen(3000, 0)
+	r := keyrange.Range{Lower: keyrange.Tuple{int64(100)}, Upper: keyrange.Tuple{int64(2900)}}
+	a := readAll(t, g, r, 1000)
+	b := readAll(t, g, r, 7)
+	if !reflect.DeepEqual(a, b) || len(a) != 2800 || a[0] != 99 {
+		t.Fatalf("reads differ or are wrong: %d and %d rows, first %d", len(a), len(b), a[0])
+	}
+	// The NULL-heavy columns are mostly NULL, never all NULL.
+	nullShipped, nullRemark := 0, 0
+	for i := range int64(3000) {
+		v := g.Values(i)
+		if v[6] == nil {
+			nullShipped++
+		}
+		if v[7] == nil {
+			nullRemark++
+		}
+		if _, ok := v[4].(decimal128.Num); !ok {
+			t.Fatalf("amount is %T", v[4])
+		}
+	}
+	if nullShipped < 1800 || nullShipped > 2400 || nullRemark < 2500 || nullRemark == 3000 {
+		t.Fatalf("NULLs: shipped %d, remark %d of 3000", nullShipped, nullRemark)
+	}
+}
+
+// TestSnapshotIntoDelta runs the pipeline end to end at a small size and
+// checks the committed row count, and the planning measurement on the fake.
+func TestSnapshotIntoDelta(t *testing.T) {
+	ctx := context.Background()
+	for _, companies := range []int64{0, 20} {
+		m, err := runPipeline(ctx, NewGen(20000, companies), 3, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Rows != 20000 || m.OutBytes == 0 {
+			t.Fatalf("companies %d: %d rows, %d bytes", companies, m.Rows, m.OutBytes)
+		}
+	}
+}
+
+func TestLimitAndSinkFromIPC(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	g := NewGen(30000, 0)
+	mat, err := materialize(ctx, g, dir+"/b.arrow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mat.Rows != 30000 {
+		t.Fatalf("materialized %d rows", mat.Rows)
+	}
+	m, err := mapIPC(dir + "/b.arrow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.close()
+	l, err := runLimit(m, 2, dir+"/limit")
+	if err != nil || l.Rows != 30000 {
+		t.Fatalf("limit: %d rows, %v", l.Rows, err)
+	}
+	s, err := runSinkFromIPC(ctx, m, 2, dir+"/sink")
+	if err != nil || s.Rows != 30000 {
+		t.Fatalf("sink from IPC: %d rows, %v", s.Rows, err)
+	}
+}
+
+func TestPlanningCounts(t *testing.T) {
+	pcs, err := measurePlanning(context.Background(), 4000, 3, []int{4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pcs) != 1 || pcs[0].Ranges != 4 || pcs[0].RowsInRanges != 4000 || pcs[0].KeysKeyset == 0 {
+		t.Fatalf("planning: %+v", pcs)
+	}
+}
+
+// TestPrefetch reads through the -prefetch experiment's reader, to the end
+// and abandoned midway.
+func TestPrefetch(t *testing.T) {
+	tune.Prefetch = 2
+	defer func() { tune.Prefetch = 0 }()
+	g := NewGen(5000, 0)
+	if got := readAll(t, g, keyrange.Range{}, 100); len(got) != 5000 {
+		t.Fatalf("read %d rows", len(got))
+	}
+	ci, _ := g.CaptureInstance(context.Background(), genCI)
+	rr, err := g.ReadRange(context.Background(), ci, keyrange.Range{}, source.ReadOptions{BatchRows: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr.Next()
+	rr.Release()
+}

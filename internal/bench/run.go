@@ -1,0 +1,494 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/cdcsnap/cdcsnap/sink"
+	"github.com/cdcsnap/cdcsnap/sink/delta"
+	"github.com/cdcsnap/cdcsnap/snapshot"
+)
+
+// measure is one timed run.
+type measure struct {
+	Rows     int64
+	Seconds  float64
+	OutBytes int64   // Parquet bytes written
+	CPU      float64 // process CPU seconds (user + system) during the run
+}
+
+func (m measure) rowsPerSec() float64 { return float64(m.Rows) / m.Seconds }
+
+// cpuPerRow is CPU microseconds per row.
+func (m measure) cpuPerRow() float64 { return m.CPU * 1e6 / float64(m.Rows) }
+
+// withCPU runs f and records the process CPU time it took.
+func withCPU(f func() (measure, error)) (measure, error) {
+	c := cpuNow()
+	m, err := f()
+	m.CPU = (cpuNow() - c).Seconds()
+	return m, err
+}
+
+// ipcSink is a sink.Sink that writes the stamped bronze records of a
+// snapshot into one Arrow IPC file (use one partition, so the file is in
+// key order).
+type ipcSink struct {
+	path string
+	mu   sync.Mutex
+}
+
+func (s *ipcSink) FindSnapshot(context.Context, string) (sink.Snapshot, error) {
+	return sink.Snapshot{}, sink.ErrNotFound
+}
+
+func (s *ipcSink) WritePartition(_ context.Context, info sink.Info, partition int, rr array.RecordReader) (sink.Part, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, err := os.Create(s.path)
+	if err != nil {
+		return sink.Part{}, err
+	}
+	defer f.Close()
+	w, err := ipc.NewFileWriter(f, ipc.WithSchema(rr.Schema()))
+	if err != nil {
+		return sink.Part{}, err
+	}
+	var rows int64
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		if err := w.Write(rec); err != nil {
+			return sink.Part{}, err
+		}
+		rows += rec.NumRows()
+	}
+	if err := rr.Err(); err != nil {
+		return sink.Part{}, err
+	}
+	if err := w.Close(); err != nil {
+		return sink.Part{}, err
+	}
+	return sink.Part{Partition: partition, PlanID: info.PlanID, Rows: rows}, f.Close()
+}
+
+func (s *ipcSink) CommitSnapshot(_ context.Context, info sink.Info, _ []sink.Part) (sink.Snapshot, error) {
+	return sink.Snapshot{CaptureInstance: info.CaptureInstance, LSN: info.LSN, CommitTS: info.CommitTS}, nil
+}
+
+// discardSink reads every record and keeps nothing: the pipeline without
+// the Parquet writer (generation + stamping).
+type discardSink struct{}
+
+func (discardSink) FindSnapshot(context.Context, string) (sink.Snapshot, error) {
+	return sink.Snapshot{}, sink.ErrNotFound
+}
+
+func (discardSink) WritePartition(_ context.Context, info sink.Info, partition int, rr array.RecordReader) (sink.Part, error) {
+	var rows int64
+	for rr.Next() {
+		rows += rr.RecordBatch().NumRows()
+	}
+	return sink.Part{Partition: partition, PlanID: info.PlanID, Rows: rows}, rr.Err()
+}
+
+func (discardSink) CommitSnapshot(_ context.Context, info sink.Info, _ []sink.Part) (sink.Snapshot, error) {
+	return sink.Snapshot{CaptureInstance: info.CaptureInstance, LSN: info.LSN}, nil
+}
+
+// materialize writes g's bronze records (stamped by the real snapshot code)
+// to an IPC file at path.
+func materialize(ctx context.Context, g *Gen, path string) (measure, error) {
+	start := time.Now()
+	res, err := snapshot.Take(ctx, g, &ipcSink{path: path}, snapshot.Options{CaptureInstance: genCI, Partitions: 1})
+	if err != nil {
+		return measure{}, err
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return measure{}, err
+	}
+	return measure{Rows: res.Rows, Seconds: time.Since(start).Seconds(), OutBytes: st.Size()}, nil
+}
+
+// tuning holds the experiment settings (flags -fast-snappy, -prefetch,
+// -row-group-rows, -parallelism); the zero value measures the library as
+// it is. Memory children get it through the environment.
+type tuning struct {
+	FastSnappy   bool `json:"fast_snappy,omitempty"`
+	Prefetch     int  `json:"prefetch,omitempty"`
+	RowGroupRows int  `json:"row_group_rows,omitempty"`
+	Parallelism  int  `json:"parallelism,omitempty"`
+}
+
+var tune tuning
+
+// tuningEnv carries tune to memory children.
+const tuningEnv = "CDCSNAP_BENCH_TUNING"
+
+func (t tuning) apply() error {
+	tune = t
+	if t.FastSnappy {
+		return registerFastSnappy()
+	}
+	return nil
+}
+
+func (t tuning) String() string {
+	b, _ := json.Marshal(t)
+	return string(b)
+}
+
+// runPipeline takes a snapshot of g into a new local Delta table in dir.
+func runPipeline(ctx context.Context, g *Gen, partitions int, dir string) (measure, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return measure{}, err
+	}
+	tb, err := delta.Open(ctx, dir, delta.Options{RowGroupRows: tune.RowGroupRows})
+	if err != nil {
+		return measure{}, err
+	}
+	defer tb.Close()
+	start := time.Now()
+	res, err := snapshot.Take(ctx, g, tb, snapshot.Options{CaptureInstance: genCI, Partitions: partitions, Parallelism: tune.Parallelism})
+	if err != nil {
+		return measure{}, err
+	}
+	secs := time.Since(start).Seconds()
+	files, err := tb.Files(ctx)
+	if err != nil {
+		return measure{}, err
+	}
+	var size int64
+	for _, f := range files {
+		size += f.Size
+	}
+	return measure{Rows: res.Rows, Seconds: secs, OutBytes: size}, nil
+}
+
+// runGenOnly takes a snapshot of g into discardSink: source + stamping.
+func runGenOnly(ctx context.Context, g *Gen, partitions int) (measure, error) {
+	start := time.Now()
+	res, err := snapshot.Take(ctx, g, discardSink{}, snapshot.Options{CaptureInstance: genCI, Partitions: partitions})
+	if err != nil {
+		return measure{}, err
+	}
+	return measure{Rows: res.Rows, Seconds: time.Since(start).Seconds()}, nil
+}
+
+// mapped is an IPC file mapped into memory.
+type mapped struct {
+	data   []byte
+	schema *arrow.Schema
+	n      int
+}
+
+func mapIPC(path string) (*mapped, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	data, err := syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, err
+	}
+	r, err := ipc.NewMappedFileReader(data)
+	if err != nil {
+		_ = syscall.Munmap(data)
+		return nil, err
+	}
+	defer r.Close()
+	return &mapped{data: data, schema: r.Schema(), n: r.NumRecords()}, nil
+}
+
+func (m *mapped) close() error { return syscall.Munmap(m.data) }
+
+// reader returns a record reader over records w, w+of, w+2*of, ... (one
+// writer's share, round robin).
+func (m *mapped) reader(w, of int) (array.RecordReader, error) {
+	r, err := ipc.NewMappedFileReader(m.data)
+	if err != nil {
+		return nil, err
+	}
+	return &shareReader{r: r, schema: m.schema, next: w, step: of}, nil
+}
+
+// shareReader reads every step-th record of a mapped IPC file.
+type shareReader struct {
+	r          *ipc.FileReader
+	schema     *arrow.Schema
+	next, step int
+	cur        arrow.RecordBatch
+	err        error
+}
+
+func (s *shareReader) Retain()                        {}
+func (s *shareReader) Schema() *arrow.Schema          { return s.schema }
+func (s *shareReader) RecordBatch() arrow.RecordBatch { return s.cur }
+
+// Deprecated: use RecordBatch.
+func (s *shareReader) Record() arrow.RecordBatch { return s.cur }
+func (s *shareReader) Err() error                { return s.err }
+
+func (s *shareReader) Release() {
+	if s.cur != nil {
+		s.cur.Release()
+		s.cur = nil
+	}
+	if s.r != nil {
+		_ = s.r.Close()
+		s.r = nil
+	}
+}
+
+func (s *shareReader) Next() bool {
+	if s.cur != nil {
+		s.cur.Release()
+		s.cur = nil
+	}
+	if s.err != nil || s.r == nil || s.next >= s.r.NumRecords() {
+		return false
+	}
+	s.cur, s.err = s.r.RecordBatchAt(s.next)
+	s.next += s.step
+	return s.err == nil
+}
+
+// limitProps are sink/delta's writer properties (write.go, writerProps):
+// Snappy, dictionary off by default and on for the bronze constants and
+// for columns whose first batch is low-cardinality, 1Mi-row row groups.
+// Keep in step with sink/delta.
+func limitProps(rec arrow.RecordBatch) *parquet.WriterProperties {
+	opts := []parquet.WriterProperty{
+		parquet.WithCompression(compress.Codecs.Snappy),
+		parquet.WithDictionaryDefault(false),
+		parquet.WithMaxRowGroupLength(int64(cmp.Or(tune.RowGroupRows, 1<<20))),
+		parquet.WithCreatedBy("cdcsnap bench limit"),
+	}
+	for i, f := range rec.Schema().Fields() {
+		if alwaysDictionary(f.Name) || lowCardinality(rec.Column(i)) {
+			opts = append(opts, parquet.WithDictionaryFor(f.Name, true))
+		}
+	}
+	return parquet.NewWriterProperties(opts...)
+}
+
+func alwaysDictionary(name string) bool {
+	switch name {
+	case sink.ColCaptureInstance, sink.ColOperation, sink.ColStartLSN, sink.ColSeqval,
+		sink.ColSnapshot, sink.ColChunk, sink.ColCommandID, sink.ColBatchID:
+		return true
+	}
+	return false
+}
+
+// lowCardinality is sink/delta's rule: at most a tenth distinct among the
+// first 4096 values.
+func lowCardinality(arr arrow.Array) bool {
+	n := min(arr.Len(), 4096)
+	if n < 16 {
+		return false
+	}
+	seen := map[any]struct{}{}
+	for i := 0; i < n; i++ {
+		if arr.IsNull(i) {
+			continue
+		}
+		var k any
+		switch a := arr.(type) {
+		case *array.String:
+			k = a.Value(i)
+		case *array.Int32:
+			k = a.Value(i)
+		case *array.Int64:
+			k = a.Value(i)
+		case *array.Timestamp:
+			k = a.Value(i)
+		case *array.Decimal128:
+			k = a.Value(i)
+		default:
+			return false
+		}
+		seen[k] = struct{}{}
+		if len(seen) > n/10 {
+			return false
+		}
+	}
+	return true
+}
+
+// limitRowGroupBytes is sink/delta's row-group roll size.
+const limitRowGroupBytes = 64 << 20
+
+// runLimit writes the IPC file's records to Parquet with pqarrow and
+// nothing else, on writers goroutines (one file each, records round robin).
+func runLimit(m *mapped, writers int, dir string) (measure, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return measure{}, err
+	}
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return measure{}, err
+	}
+	start := time.Now()
+	rows := make([]int64, writers)
+	sizes := make([]int64, writers)
+	errs := make([]error, writers)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rows[w], sizes[w], errs[w] = limitWriter(m, w, writers, filepath.Join(dir, fmt.Sprintf("part-%05d.snappy.parquet", w)))
+		}()
+	}
+	wg.Wait()
+	secs := time.Since(start).Seconds()
+	out := measure{Seconds: secs}
+	for w := range writers {
+		if errs[w] != nil {
+			return measure{}, errs[w]
+		}
+		out.Rows += rows[w]
+		out.OutBytes += sizes[w]
+	}
+	return out, nil
+}
+
+func limitWriter(m *mapped, w, of int, path string) (int64, int64, error) {
+	rr, err := m.reader(w, of)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer rr.Release()
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	var fw *pqarrow.FileWriter
+	var rows int64
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		if fw == nil {
+			if fw, err = pqarrow.NewFileWriter(m.schema, f, limitProps(rec), pqarrow.DefaultWriterProps()); err != nil {
+				return 0, 0, err
+			}
+		}
+		if err := fw.WriteBuffered(rec); err != nil {
+			return 0, 0, err
+		}
+		if fw.RowGroupTotalCompressedBytes() >= limitRowGroupBytes {
+			fw.NewBufferedRowGroup()
+		}
+		rows += rec.NumRows()
+	}
+	if err := rr.Err(); err != nil {
+		return 0, 0, err
+	}
+	if fw != nil {
+		if err := fw.Close(); err != nil {
+			return 0, 0, err
+		}
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	return rows, st.Size(), nil
+}
+
+// runSinkFromIPC writes the IPC file's records with sink/delta (writers
+// partitions, records round robin) and commits them.
+func runSinkFromIPC(ctx context.Context, m *mapped, writers int, dir string) (measure, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return measure{}, err
+	}
+	tb, err := delta.Open(ctx, dir, delta.Options{RowGroupRows: tune.RowGroupRows})
+	if err != nil {
+		return measure{}, err
+	}
+	defer tb.Close()
+	info := sink.Info{CaptureInstance: genCI, LSN: genLSN, CommitTS: genCommitTS, Schema: m.schema, PlanID: "bench"}
+	start := time.Now()
+	parts := make([]sink.Part, writers)
+	errs := make([]error, writers)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rr, err := m.reader(w, writers)
+			if err != nil {
+				errs[w] = err
+				return
+			}
+			defer rr.Release()
+			parts[w], errs[w] = tb.WritePartition(ctx, info, w, rr)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return measure{}, err
+	}
+	if _, err := tb.CommitSnapshot(ctx, info, parts); err != nil {
+		return measure{}, err
+	}
+	out := measure{Seconds: time.Since(start).Seconds()}
+	for _, p := range parts {
+		out.Rows += p.Rows
+		out.OutBytes += p.Bytes
+	}
+	return out, nil
+}
+
+// peerResult is what peer.py prints.
+type peerResult struct {
+	Rows       int64   `json:"rows"`
+	Seconds    float64 `json:"seconds"`
+	Bytes      int64   `json:"bytes"`
+	Deltalake  string  `json:"deltalake"`
+	Pyarrow    string  `json:"pyarrow"`
+	WallSecond float64 `json:"wall_seconds"`
+	CPU        float64 `json:"cpu_seconds"` // the child's user + system time
+}
+
+// runPeer runs delta-rs (peer.py) on the IPC file.
+func runPeer(ctx context.Context, python, script, ipcPath, dir string) (peerResult, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return peerResult{}, err
+	}
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, python, script, ipcPath, dir)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return peerResult{}, fmt.Errorf("delta-rs peer: %w", err)
+	}
+	var r peerResult
+	if err := json.Unmarshal(out, &r); err != nil {
+		return peerResult{}, fmt.Errorf("delta-rs peer output %q: %w", out, err)
+	}
+	r.WallSecond = time.Since(start).Seconds()
+	r.CPU = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	return r, nil
+}
