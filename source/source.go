@@ -33,6 +33,7 @@ type NotFoundError struct {
 	Available []string
 }
 
+// Error implements error.
 func (e *NotFoundError) Error() string {
 	if len(e.Available) == 0 {
 		return fmt.Sprintf("capture instance %q not found: the database has no capture instances", e.Name)
@@ -51,6 +52,7 @@ type AmbiguousError struct {
 	Matches []string
 }
 
+// Error implements error.
 func (e *AmbiguousError) Error() string {
 	return fmt.Sprintf("capture instance %q is ambiguous: it matches %s ignoring case", e.Name, strings.Join(e.Matches, " and "))
 }
@@ -65,6 +67,7 @@ type DataLossError struct {
 	MinLSN lsn.LSN
 }
 
+// Error implements error.
 func (e *DataLossError) Error() string {
 	return fmt.Sprintf("capture instance %q: changes from %s requested but the minimum LSN is %s: %v", e.CaptureInstance, e.Requested, e.MinLSN, ErrDataLoss)
 }
@@ -109,6 +112,7 @@ const (
 	Snapshot
 )
 
+// String implements fmt.Stringer.
 func (i Isolation) String() string {
 	if i == Snapshot {
 		return "SNAPSHOT"

@@ -54,6 +54,7 @@ const (
 
 var opNames = [...]string{"write", "close", "open-read", "read", "list", "delete", "attributes", "copy"}
 
+// String implements fmt.Stringer.
 func (o Op) String() string {
 	if o >= 0 && int(o) < len(opNames) {
 		return opNames[o]

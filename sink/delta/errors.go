@@ -20,6 +20,7 @@ type UnsupportedProtocolError struct {
 	Write bool
 }
 
+// Error implements error.
 func (e *UnsupportedProtocolError) Error() string {
 	op := "read"
 	if e.Write {
@@ -37,6 +38,7 @@ type SchemaError struct {
 	Reason string
 }
 
+// Error implements error.
 func (e *SchemaError) Error() string {
 	return fmt.Sprintf("delta: column %q: %s", e.Column, e.Reason)
 }
@@ -51,6 +53,7 @@ type PartsError struct {
 	Reason string
 }
 
+// Error implements error.
 func (e *PartsError) Error() string {
 	if e.Partition < 0 {
 		return "delta: refusing parts: " + e.Reason
@@ -67,10 +70,12 @@ type CorruptLogError struct {
 	Err error
 }
 
+// Error implements error.
 func (e *CorruptLogError) Error() string {
 	return fmt.Sprintf("delta: log file %s: %v", e.File, e.Err)
 }
 
+// Unwrap returns the wrapped error, for errors.Is and errors.As.
 func (e *CorruptLogError) Unwrap() error { return e.Err }
 
 // errConflict is returned by a put-if-absent commit when the version

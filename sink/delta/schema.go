@@ -52,6 +52,7 @@ func parseSchema(s string) (Schema, error) {
 	return Schema{Fields: js.Fields}, nil
 }
 
+// String implements fmt.Stringer.
 func (s Schema) String() string {
 	fs := s.Fields
 	if fs == nil {
