@@ -553,6 +553,13 @@ func checkRows(t *testing.T, s sink.Sink, ci string, info sink.Info, spans []spa
 		t.Errorf("ReadSnapshotRows(%q): %v", ci, err)
 		return
 	}
+	compareRows(t, fmt.Sprintf("ReadSnapshotRows(%q)", ci), fmt.Sprintf("LSN %s", info.LSN), got, want)
+}
+
+// compareRows reports rows missing from got or unexpected in it, as
+// multisets of canonical row text; hint says what was wanted.
+func compareRows(t *testing.T, what, hint string, got, want map[string]int) {
+	t.Helper()
 	var missing, extra []string
 	var nGot, nWant int
 	for row, n := range want {
@@ -570,8 +577,8 @@ func checkRows(t *testing.T, s sink.Sink, ci string, info sink.Info, spans []spa
 	if len(missing) > 0 || len(extra) > 0 {
 		slices.Sort(missing)
 		slices.Sort(extra)
-		t.Errorf("ReadSnapshotRows(%q): %d rows, want %d (LSN %s); %d missing, first: %v; %d unexpected, first: %v",
-			ci, nGot, nWant, info.LSN, len(missing), firstN(missing, 3), len(extra), firstN(extra, 3))
+		t.Errorf("%s: %d rows, want %d (%s); %d missing, first: %v; %d unexpected, first: %v",
+			what, nGot, nWant, hint, len(missing), firstN(missing, 3), len(extra), firstN(extra, 3))
 	}
 }
 
