@@ -17,9 +17,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/cdcsnap/cdcsnap/internal/parquetprops"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
 	"github.com/cdcsnap/cdcsnap/snapshot"
@@ -274,67 +274,10 @@ func (s *shareReader) Next() bool {
 	return s.err == nil
 }
 
-// limitProps are sink/delta's writer properties (write.go, writerProps):
-// Snappy, dictionary off by default and on for the bronze constants and
-// for columns whose first batch is low-cardinality, 1Mi-row row groups.
-// Keep in step with sink/delta.
+// limitProps are sink/delta's writer properties (internal/parquetprops),
+// with the row-group size under test.
 func limitProps(rec arrow.RecordBatch) *parquet.WriterProperties {
-	opts := []parquet.WriterProperty{
-		parquet.WithCompression(compress.Codecs.Snappy),
-		parquet.WithDictionaryDefault(false),
-		parquet.WithMaxRowGroupLength(int64(cmp.Or(tune.RowGroupRows, 1<<20))),
-		parquet.WithCreatedBy("cdcsnap bench limit"),
-	}
-	for i, f := range rec.Schema().Fields() {
-		if alwaysDictionary(f.Name) || lowCardinality(rec.Column(i)) {
-			opts = append(opts, parquet.WithDictionaryFor(f.Name, true))
-		}
-	}
-	return parquet.NewWriterProperties(opts...)
-}
-
-func alwaysDictionary(name string) bool {
-	switch name {
-	case sink.ColCaptureInstance, sink.ColOperation, sink.ColStartLSN, sink.ColSeqval,
-		sink.ColSnapshot, sink.ColChunk, sink.ColCommandID, sink.ColBatchID:
-		return true
-	}
-	return false
-}
-
-// lowCardinality is sink/delta's rule: at most a tenth distinct among the
-// first 4096 values.
-func lowCardinality(arr arrow.Array) bool {
-	n := min(arr.Len(), 4096)
-	if n < 16 {
-		return false
-	}
-	seen := map[any]struct{}{}
-	for i := 0; i < n; i++ {
-		if arr.IsNull(i) {
-			continue
-		}
-		var k any
-		switch a := arr.(type) {
-		case *array.String:
-			k = a.Value(i)
-		case *array.Int32:
-			k = a.Value(i)
-		case *array.Int64:
-			k = a.Value(i)
-		case *array.Timestamp:
-			k = a.Value(i)
-		case *array.Decimal128:
-			k = a.Value(i)
-		default:
-			return false
-		}
-		seen[k] = struct{}{}
-		if len(seen) > n/10 {
-			return false
-		}
-	}
-	return true
+	return parquetprops.ForBronze(rec, cmp.Or(tune.RowGroupRows, 1<<20), "cdcsnap bench limit")
 }
 
 // limitRowGroupBytes is sink/delta's row-group roll size.

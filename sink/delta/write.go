@@ -16,11 +16,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"gocloud.dev/blob"
 
-	"github.com/cdcsnap/cdcsnap/sink"
+	"github.com/cdcsnap/cdcsnap/internal/parquetprops"
 )
 
 // statsPrefixLen is how many characters of a string min/max are kept: the
@@ -30,17 +29,6 @@ const statsPrefixLen = 32
 // maxRune sorts after every character: a truncated max gets it appended so
 // it stays an upper bound (Spark's tie-breaker).
 const maxRune = '\U0010FFFF'
-
-// alwaysDictionary reports the bronze columns with few distinct values
-// per file.
-func alwaysDictionary(name string) bool {
-	switch name {
-	case sink.ColCaptureInstance, sink.ColOperation, sink.ColStartLSN, sink.ColSeqval,
-		sink.ColSnapshot, sink.ColChunk, sink.ColCommandID, sink.ColBatchID:
-		return true
-	}
-	return false
-}
 
 // colStats accumulates one column's statistics while it is written.
 type colStats struct {
@@ -271,63 +259,10 @@ func newUUID() string {
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-// writerProps decides per column whether to dictionary-encode, from the
-// first batch: always for the bronze columns with few values, otherwise
-// when its distinct values are at most a tenth of its rows.
+// writerProps are the Parquet properties of a data file, decided from its
+// first batch (see parquetprops.ForBronze).
 func (t *Table) writerProps(rec arrow.RecordBatch) *parquet.WriterProperties {
-	opts := []parquet.WriterProperty{
-		parquet.WithCompression(compress.Codecs.Snappy),
-		parquet.WithDictionaryDefault(false),
-		parquet.WithMaxRowGroupLength(int64(t.opts.rowGroupRows())),
-		parquet.WithCreatedBy("cdcsnap (arrow-go parquet)"),
-	}
-	for i, f := range rec.Schema().Fields() {
-		if alwaysDictionary(f.Name) || lowCardinality(rec.Column(i)) {
-			opts = append(opts, parquet.WithDictionaryFor(f.Name, true))
-		}
-	}
-	return parquet.NewWriterProperties(opts...)
-}
-
-// lowCardinality samples up to 4096 values of a column.
-func lowCardinality(arr arrow.Array) bool {
-	n := min(arr.Len(), 4096)
-	if n < 16 {
-		return false
-	}
-	seen := map[any]struct{}{}
-	limit := n / 10
-	for i := 0; i < n; i++ {
-		if arr.IsNull(i) {
-			continue
-		}
-		var k any
-		switch a := arr.(type) {
-		case *array.String:
-			k = a.Value(i)
-		case *array.Int32:
-			k = a.Value(i)
-		case *array.Int64:
-			k = a.Value(i)
-		case *array.Int16:
-			k = a.Value(i)
-		case *array.Int8:
-			k = a.Value(i)
-		case *array.Date32:
-			k = a.Value(i)
-		case *array.Timestamp:
-			k = a.Value(i)
-		case *array.Decimal128:
-			k = a.Value(i)
-		default:
-			return false
-		}
-		seen[k] = struct{}{}
-		if len(seen) > limit {
-			return false
-		}
-	}
-	return true
+	return parquetprops.ForBronze(rec, t.opts.rowGroupRows(), "cdcsnap (arrow-go parquet)")
 }
 
 func (s *fileSet) open(ctx context.Context) error {

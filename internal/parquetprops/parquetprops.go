@@ -1,0 +1,85 @@
+// Package parquetprops decides the Parquet writer properties of a bronze
+// data file. sink/delta writes with them and internal/bench's "limit"
+// (pqarrow alone) uses the same, so the two are compared like for like.
+package parquetprops
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+
+	"github.com/cdcsnap/cdcsnap/sink"
+)
+
+// ForBronze returns Snappy-compressed properties with row groups of at
+// most rowGroupRows rows, dictionary encoding off by default and on for
+// the bronze columns with few distinct values and for columns whose first
+// batch (rec) is low-cardinality: dictionary-encoding unique columns costs
+// about half the throughput.
+func ForBronze(rec arrow.RecordBatch, rowGroupRows int, createdBy string) *parquet.WriterProperties {
+	opts := []parquet.WriterProperty{
+		parquet.WithCompression(compress.Codecs.Snappy),
+		parquet.WithDictionaryDefault(false),
+		parquet.WithMaxRowGroupLength(int64(rowGroupRows)),
+		parquet.WithCreatedBy(createdBy),
+	}
+	for i, f := range rec.Schema().Fields() {
+		if alwaysDictionary(f.Name) || lowCardinality(rec.Column(i)) {
+			opts = append(opts, parquet.WithDictionaryFor(f.Name, true))
+		}
+	}
+	return parquet.NewWriterProperties(opts...)
+}
+
+// alwaysDictionary reports the bronze columns with few distinct values
+// per file.
+func alwaysDictionary(name string) bool {
+	switch name {
+	case sink.ColCaptureInstance, sink.ColOperation, sink.ColStartLSN, sink.ColSeqval,
+		sink.ColSnapshot, sink.ColChunk, sink.ColCommandID, sink.ColBatchID:
+		return true
+	}
+	return false
+}
+
+// lowCardinality samples up to 4096 values of a column.
+func lowCardinality(arr arrow.Array) bool {
+	n := min(arr.Len(), 4096)
+	if n < 16 {
+		return false
+	}
+	seen := map[any]struct{}{}
+	limit := n / 10
+	for i := 0; i < n; i++ {
+		if arr.IsNull(i) {
+			continue
+		}
+		var k any
+		switch a := arr.(type) {
+		case *array.String:
+			k = a.Value(i)
+		case *array.Int32:
+			k = a.Value(i)
+		case *array.Int64:
+			k = a.Value(i)
+		case *array.Int16:
+			k = a.Value(i)
+		case *array.Int8:
+			k = a.Value(i)
+		case *array.Date32:
+			k = a.Value(i)
+		case *array.Timestamp:
+			k = a.Value(i)
+		case *array.Decimal128:
+			k = a.Value(i)
+		default:
+			return false
+		}
+		seen[k] = struct{}{}
+		if len(seen) > limit {
+			return false
+		}
+	}
+	return true
+}
