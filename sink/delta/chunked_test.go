@@ -441,29 +441,8 @@ func chunkRaceOnce(dir, id string) (sink.Chunked, error) {
 	info := chunkRaceInfo(t)
 	stamp := info.LSN
 	stamp[9] += 1
-	// Every racer writes chunks 0 and 1 first, then waits for the start
-	// signal, so the commits of the wave race.
-	var parts []sink.Part
-	for p := 0; p < 2; p++ {
-		rec := buildRecord(t, info.Schema, p*5, 5, rowSpec{ci: info.CaptureInstance, startLSN: stamp.String(), commitTS: info.CommitTS, snapshot: info.LSN.String()})
-		part, err := tb.WritePartition(ctx, info, p, reader(t, info.Schema, rec))
-		if err != nil {
-			return sink.Chunked{}, err
-		}
-		parts = append(parts, part)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "ready-"+id), nil, 0o666); err != nil {
-		return sink.Chunked{}, err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go")); err == nil {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
-	// A change batch of another instance too, so versions are contended
-	// by commits that must all land.
-	if _, err := tb.AppendChanges(ctx, "dbo_Other"+id, 1, changeRows(t, info.Schema, "dbo_Other"+id, 1, 0, 2)); err != nil {
+	parts, err := stageRace(t, ctx, tb, info, stamp.String(), dir, id)
+	if err != nil {
 		return sink.Chunked{}, err
 	}
 	return tb.CommitChunks(ctx, info, sink.Wave{Stamp: stamp, CommitTS: info.CommitTS}, parts)

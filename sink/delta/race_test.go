@@ -60,29 +60,8 @@ func raceOnce(dir, id string) (sink.Snapshot, error) {
 	schema := bronze(t, capturedSchema())
 	info := snapshotInfo(t, schema, "dbo_Orders", "0x0000002A00000F380003")
 	info.PlanID = "plan-" + id
-	// Every racer writes its parts first, then waits for the start signal,
-	// so the commits race.
-	var parts []sink.Part
-	for p := 0; p < 2; p++ {
-		rec := buildRecord(t, schema, p*5, 5, rowSpec{ci: info.CaptureInstance, startLSN: info.LSN.String(), commitTS: info.CommitTS, snapshot: info.LSN.String()})
-		part, err := tb.WritePartition(ctx, info, p, reader(t, schema, rec))
-		if err != nil {
-			return sink.Snapshot{}, err
-		}
-		parts = append(parts, part)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "ready-"+id), nil, 0o666); err != nil {
-		return sink.Snapshot{}, err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go")); err == nil {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
-	// Another instance's change batch too, so versions are contended by
-	// commits that must all land.
-	if _, err := tb.AppendChanges(ctx, "dbo_Other"+id, 1, changeRows(t, schema, "dbo_Other"+id, 1, 0, 2)); err != nil {
+	parts, err := stageRace(t, ctx, tb, info, info.LSN.String(), dir, id)
+	if err != nil {
 		return sink.Snapshot{}, err
 	}
 	return tb.CommitSnapshot(ctx, info, parts)
@@ -179,4 +158,34 @@ func TestMultiProcessRace(t *testing.T) {
 	if tbl.NumRows() != 10+2*n {
 		t.Fatalf("%d rows, want %d", tbl.NumRows(), 10+2*n)
 	}
+}
+
+// stageRace is what every racing child does before its commit: it writes
+// partitions 0 and 1 (rows stamped with stamp), signals it is ready, waits
+// for the start signal so the commits race, and appends a change batch of
+// another instance so versions are also contended by commits that must all
+// land.
+func stageRace(t *testing.T, ctx context.Context, tb *Table, info sink.Info, stamp, dir, id string) ([]sink.Part, error) {
+	var parts []sink.Part
+	for p := 0; p < 2; p++ {
+		rec := buildRecord(t, info.Schema, p*5, 5, rowSpec{ci: info.CaptureInstance, startLSN: stamp, commitTS: info.CommitTS, snapshot: info.LSN.String()})
+		part, err := tb.WritePartition(ctx, info, p, reader(t, info.Schema, rec))
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, part)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ready-"+id), nil, 0o666); err != nil {
+		return nil, err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go")); err == nil {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := tb.AppendChanges(ctx, "dbo_Other"+id, 1, changeRows(t, info.Schema, "dbo_Other"+id, 1, 0, 2)); err != nil {
+		return nil, err
+	}
+	return parts, nil
 }
