@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"strings"
 	"testing"
 
 	"github.com/cdcsnap/cdcsnap/fake"
@@ -109,16 +107,7 @@ func TestChunkedSuiteCatchesBugs(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.bug+"/"+c.subtest, func(t *testing.T) {
 			t.Parallel()
-			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestBrokenChunkSink$/^"+c.subtest+"$", "-test.v", "-test.count=1")
-			cmd.Env = append(os.Environ(), brokenChunkEnv+"="+c.bug)
-			out, err := cmd.CombinedOutput()
-			var exit *exec.ExitError
-			if !errors.As(err, &exit) {
-				t.Fatalf("RunChunked passed (or did not run: %v) on a sink with bug %q, want a failure in %s:\n%s", err, c.bug, c.subtest, out)
-			}
-			if want := "--- FAIL: TestBrokenChunkSink/" + c.subtest; !strings.Contains(string(out), want) {
-				t.Errorf("output lacks %q:\n%s", want, out)
-			}
+			expectSuiteFails(t, "TestBrokenChunkSink", brokenChunkEnv, c.bug, c.subtest)
 		})
 	}
 }

@@ -220,16 +220,7 @@ func TestSuiteCatchesBugs(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.bug+"/"+c.subtest, func(t *testing.T) {
 			t.Parallel()
-			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestBrokenMemSink$/^"+c.subtest+"$", "-test.v", "-test.count=1")
-			cmd.Env = append(os.Environ(), brokenEnv+"="+c.bug)
-			out, err := cmd.CombinedOutput()
-			var exit *exec.ExitError
-			if !errors.As(err, &exit) {
-				t.Fatalf("the suite passed (or did not run: %v) on a sink with bug %q, want a failure in %s:\n%s", err, c.bug, c.subtest, out)
-			}
-			if want := "--- FAIL: TestBrokenMemSink/" + c.subtest; !strings.Contains(string(out), want) {
-				t.Errorf("output lacks %q:\n%s", want, out)
-			}
+			expectSuiteFails(t, "TestBrokenMemSink", brokenEnv, c.bug, c.subtest)
 		})
 	}
 	// A sink that ignores the reader's error but never commits is within
@@ -296,5 +287,22 @@ func TestInfo(t *testing.T) {
 	}
 	if a.Schema == nil || a.Schema.NumFields() != 2+len(sink.MetadataFields()) {
 		t.Errorf("schema %s: want id, name and the metadata columns", a.Schema)
+	}
+}
+
+// expectSuiteFails re-runs the test binary's test (a suite run on a sink
+// with bug, chosen by env) limited to subtest, and fails unless exactly
+// that subtest fails.
+func expectSuiteFails(t *testing.T, test, env, bug, subtest string) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^"+test+"$/^"+subtest+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), env+"="+bug)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		t.Fatalf("the suite passed (or did not run: %v) on a sink with bug %q, want a failure in %s:\n%s", err, bug, subtest, out)
+	}
+	if want := "--- FAIL: " + test + "/" + subtest; !strings.Contains(string(out), want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
 	}
 }
