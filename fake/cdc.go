@@ -41,6 +41,17 @@ func (db *DB) EnableCDC(schema, name, instanceName string, columns ...string) (*
 	if err != nil {
 		return nil, err
 	}
+	in, err := db.newInstanceLocked(t, instanceName, columns)
+	if err != nil {
+		return nil, err
+	}
+	db.addInstanceLocked(in)
+	return in.describe(), nil
+}
+
+// newInstanceLocked checks and builds, but does not add, a capture instance
+// of t as EnableCDC describes; db.mu must be held.
+func (db *DB) newInstanceLocked(t *table, instanceName string, columns []string) (*instance, error) {
 	if instanceName == "" {
 		instanceName = t.schema + "_" + t.name
 	}
@@ -53,7 +64,7 @@ func (db *DB) EnableCDC(schema, name, instanceName string, columns ...string) (*
 		return nil, fmt.Errorf("fake: enable CDC on %s as %q: the table already has %d capture instances (%s and %s)",
 			t, instanceName, len(t.instances), t.instances[0].name, t.instances[1].name)
 	}
-	in := &instance{name: instanceName, t: t, key: append([]string(nil), t.keyNames...), start: db.next, min: db.next}
+	in := &instance{name: instanceName, t: t, key: append([]string(nil), t.keyNames...)}
 	if len(columns) == 0 {
 		for i := range t.cols {
 			in.colIdx = append(in.colIdx, i)
@@ -84,9 +95,15 @@ func (db *DB) EnableCDC(schema, name, instanceName string, columns ...string) (*
 		}
 		in.cols = append(in.cols, c)
 	}
-	t.instances = append(t.instances, in)
+	return in, nil
+}
+
+// addInstanceLocked enables in from the next commit on; db.mu must be held
+// for writing.
+func (db *DB) addInstanceLocked(in *instance) {
+	in.start, in.min = db.next, db.next
+	in.t.instances = append(in.t.instances, in)
 	db.instances = append(db.instances, in)
-	return in.describe(), nil
 }
 
 // DisableCDC drops a capture instance and its change table, as

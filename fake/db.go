@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,6 +74,23 @@ type TableDef struct {
 	// Key names the primary key columns in index order. The fake allows
 	// nullable key columns (SQL Server does not) and orders NULL first.
 	Key []string
+	// Rows are loaded into the new table in one commit, as Load loads
+	// them, before CDC is enabled: rows written before the capture
+	// instance existed, which no change stream carries and only a snapshot
+	// reads. Each row must fit the columns (see Row) and no two may have
+	// equal keys under the key columns' collations; otherwise CreateTable
+	// returns an error naming the row (Rows[i]) and creates nothing. The
+	// load is a commit, so a pending FailNext(OpCommit) fails it. Nil or
+	// empty means an empty table and no commit.
+	Rows []Row
+	// CaptureInstance, when not empty, enables CDC on the new table under
+	// this name once Rows are loaded, capturing every column, as
+	// EnableCDC(Schema, Name, CaptureInstance) does: the instance's
+	// start_lsn is the LSN the next commit gets. A name another capture
+	// instance has is an error, and nothing is created. Empty means CDC
+	// is not enabled (call EnableCDC, to capture only some columns for
+	// example).
+	CaptureInstance string
 }
 
 // Row is one row's values in column order: int64, bool, keyrange.Decimal,
@@ -215,9 +233,13 @@ func New(opts Options) *DB {
 
 func tableKey(schema, name string) string { return strings.ToLower(schema + "." + name) }
 
-// CreateTable adds a table. Errors name what is wrong: a type
-// source.ParseType refuses, duplicate column names, a key column that does
-// not exist or whose type cannot be ordered, a table that exists.
+// CreateTable adds a table and, as def asks, loads its Rows in one commit
+// and enables CDC on it as def.CaptureInstance: one call sets up what a
+// bootstrap test needs. It does all of that or nothing. Errors name what is
+// wrong: a type source.ParseType refuses, duplicate column names, a key
+// column that does not exist or whose type cannot be ordered, a table that
+// exists, a row that does not fit the columns or repeats a key, a capture
+// instance name that is taken.
 func (db *DB) CreateTable(def TableDef) error {
 	name := def.Schema + "." + def.Name
 	if def.Schema == "" || def.Name == "" {
@@ -268,13 +290,78 @@ func (db *DB) CreateTable(def TableDef) error {
 		t.order = append(t.order, keyPart{kind: kc.Kind, ci: kc.Collation.CaseInsensitive})
 	}
 	t.rows.Store(&rowset{})
+	load, err := t.defRows(def.Rows)
+	if err != nil {
+		return err
+	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if old, ok := db.tables[tableKey(def.Schema, def.Name)]; ok {
 		return fmt.Errorf("fake: create table %s: table %s exists", name, old)
 	}
+	var in *instance
+	if def.CaptureInstance != "" {
+		for _, o := range db.instances {
+			if o.name == def.CaptureInstance {
+				return fmt.Errorf("fake: create table %s: CaptureInstance %q exists (on %s)", name, o.name, o.t)
+			}
+		}
+		if in, err = db.newInstanceLocked(t, def.CaptureInstance, nil); err != nil {
+			return err
+		}
+	}
+	if len(load) > 0 {
+		if err := db.fault(OpCommit); err != nil {
+			return fmt.Errorf("fake: create table %s: loading Rows: %w", name, err)
+		}
+	}
 	db.tables[tableKey(def.Schema, def.Name)] = t
+	if len(load) > 0 {
+		if _, err := db.commitLocked(load); err != nil {
+			delete(db.tables, tableKey(def.Schema, def.Name))
+			return fmt.Errorf("fake: create table %s: loading Rows: %w", name, err)
+		}
+	}
+	if in != nil {
+		db.addInstanceLocked(in)
+	}
 	return nil
+}
+
+// defRows checks the Rows of a TableDef for t, a table not yet added: each
+// must fit t's columns, and no two keys may be equal in t's key order. It
+// returns them as insert statements in the order given.
+func (t *table) defRows(rows []Row) ([]stmt, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	stmts := make([]stmt, len(rows))
+	keys := make([][]any, len(rows))
+	byKey := make([]int, len(rows))
+	for i, r := range rows {
+		vals, err := t.checkRowAt(r, i)
+		if err != nil {
+			return nil, err
+		}
+		stmts[i] = stmt{kind: opInsert, t: t, vals: vals}
+		keys[i] = t.newRow(vals).key
+		byKey[i] = i
+	}
+	slices.SortStableFunc(byKey, func(a, b int) int { return t.order.compare(keys[a], keys[b]) })
+	// Among equal keys (adjacent, in input order), report the earliest
+	// repeat, against the first row with its key.
+	first, dup := -1, -1
+	for j := 1; j < len(byKey); j++ {
+		a, b := byKey[j-1], byKey[j]
+		if t.order.compare(keys[a], keys[b]) == 0 && (dup < 0 || b < dup) {
+			first, dup = a, b
+		}
+	}
+	if dup >= 0 {
+		return nil, fmt.Errorf("%s: key %v violates the primary key: it equals the key %v of Rows[%d] under %s",
+			t.rowPrefix(dup), describeKey(t.keyOf(stmts[dup].vals)), describeKey(t.keyOf(stmts[first].vals)), first, t.describeOrder())
+	}
+	return stmts, nil
 }
 
 func (db *DB) column(table string, cd ColumnDef) (source.Column, error) {

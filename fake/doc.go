@@ -8,7 +8,9 @@
 //   - Tables have columns declared as SQL Server types ("varchar(20)",
 //     "decimal(18,4)", "datetime2(7)") and a primary key of one or more
 //     columns. Values are checked against their type; char(n) and binary(n)
-//     are padded as SQL Server stores them.
+//     are padded as SQL Server stores them. One CreateTable call can also
+//     load a table's first rows and enable CDC on it (TableDef.Rows,
+//     TableDef.CaptureInstance), the setup a bootstrap test starts from.
 //   - Keys order and compare as SQL Server's ORDER BY and "=" do
 //     (keyrange.Compare): NULL first, strings by their column's collation
 //     with trailing spaces ignored in every collation, so under a

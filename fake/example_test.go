@@ -75,3 +75,45 @@ func Example() {
 	// 3 cid
 	// rows examined 2
 }
+
+// ExampleDB_CreateTable sets up the table a bootstrap test needs in one
+// call: rows written before CDC was enabled (no change table holds them,
+// only a snapshot reads them), then a capture instance. A definition with a
+// row that does not fit is refused whole: no table, no commit, no instance.
+func ExampleDB_CreateTable() {
+	ctx := context.Background()
+	db := fake.New(fake.Options{})
+	err := db.CreateTable(fake.TableDef{
+		Schema: "dbo", Name: "orders", Key: []string{"id"},
+		Columns:         []fake.ColumnDef{{Name: "id", Type: "bigint"}, {Name: "item", Type: "nvarchar(40)"}},
+		Rows:            []fake.Row{{int64(2), "cake"}, {int64(1), "tea"}},
+		CaptureInstance: "dbo_orders",
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	rows, _ := db.Rows("dbo", "orders")
+	fmt.Println("rows:", rows)
+	ci, err := db.CaptureInstance(ctx, "dbo_orders")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("capture instance", ci.Name, "starts at", ci.StartLSN, "after the load")
+
+	err = db.CreateTable(fake.TableDef{
+		Schema: "dbo", Name: "items", Key: []string{"id"},
+		Columns:         []fake.ColumnDef{{Name: "id", Type: "bigint"}},
+		Rows:            []fake.Row{{int64(1)}, {int64(2)}, {int64(1)}},
+		CaptureInstance: "dbo_items",
+	})
+	fmt.Println(err)
+	_, err = db.Table("dbo", "items")
+	fmt.Println(err)
+	// Output:
+	// rows: [[1 tea] [2 cake]]
+	// capture instance dbo_orders starts at 0x0000002A00000F380004 after the load
+	// fake: create table dbo.items: Rows[2]: key (1) violates the primary key: it equals the key (1) of Rows[0] under (id bigint)
+	// fake: table dbo.items does not exist
+}

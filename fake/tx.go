@@ -78,19 +78,33 @@ func (tx *Tx) tableLocked(schema, name string) (*table, error) {
 }
 
 // checkRow validates a full row for t; it must be called with db.mu held.
-func (t *table) checkRow(r Row) ([]any, error) {
+func (t *table) checkRow(r Row) ([]any, error) { return t.checkRowAt(r, -1) }
+
+// checkRowAt is checkRow for a row whose errors defRow names (see
+// rowPrefix).
+func (t *table) checkRowAt(r Row, defRow int) ([]any, error) {
 	if len(r) != len(t.cols) {
-		return nil, fmt.Errorf("fake: table %s: row has %d values for %d columns", t, len(r), len(t.cols))
+		return nil, fmt.Errorf("%s: row has %d values for %d columns", t.rowPrefix(defRow), len(r), len(t.cols))
 	}
 	vals := make([]any, len(r))
 	for i, v := range r {
-		x, err := checkValue(t, &t.cols[i], v)
+		x, err := checkValue(t, defRow, &t.cols[i], v)
 		if err != nil {
 			return nil, err
 		}
 		vals[i] = x
 	}
 	return vals, nil
+}
+
+// rowPrefix is how errors name a row of t: a statement's row ("fake: table
+// dbo.t") when defRow is negative, else Rows[defRow] of the TableDef that
+// creates t ("fake: create table dbo.t: Rows[2]").
+func (t *table) rowPrefix(defRow int) string {
+	if defRow < 0 {
+		return "fake: table " + t.String()
+	}
+	return fmt.Sprintf("fake: create table %s: Rows[%d]", t, defRow)
 }
 
 func (tx *Tx) checked(schema, name string, r Row) (*table, []any, error) {
@@ -183,6 +197,12 @@ func (tx *Tx) Commit() (lsn.LSN, error) {
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	return db.commitLocked(stmts)
+}
+
+// commitLocked applies stmts as one commit and returns its LSN; db.mu must
+// be held for writing. On error nothing is applied.
+func (db *DB) commitLocked(stmts []stmt) (lsn.LSN, error) {
 	db.gen++
 	commit := db.next
 	seq := commit

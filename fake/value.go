@@ -19,8 +19,9 @@ import (
 // table stores it: char(n)/nchar(n) padded with spaces to n characters and
 // binary(n) padded with zero bytes to n bytes (as SQL Server stores them),
 // byte slices copied. NULL is refused for a column that is not nullable.
-func checkValue(t *table, c *source.Column, v any) (any, error) {
-	bad := func(format string, args ...any) error { return badValue(t, c, v, format, args...) }
+// defRow names the row in errors (see table.rowPrefix).
+func checkValue(t *table, defRow int, c *source.Column, v any) (any, error) {
+	bad := func(format string, args ...any) error { return badValue(t, defRow, c, v, format, args...) }
 	if v == nil {
 		if !c.Nullable {
 			return nil, bad("the column is NOT NULL")
@@ -129,8 +130,8 @@ func checkValue(t *table, c *source.Column, v any) (any, error) {
 }
 
 // badValue is the error for a value column c of t cannot hold.
-func badValue(t *table, c *source.Column, v any, format string, args ...any) error {
-	return fmt.Errorf("fake: table %s, column %q (%s): value %s: %s", t, c.Name, c.Declared(), describe(v), fmt.Sprintf(format, args...))
+func badValue(t *table, defRow int, c *source.Column, v any, format string, args ...any) error {
+	return fmt.Errorf("%s, column %q (%s): value %s: %s", t.rowPrefix(defRow), c.Name, c.Declared(), describe(v), fmt.Sprintf(format, args...))
 }
 
 func checkTime(c *source.Column, t time.Time, bad func(string, ...any) error) error {

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"go/format"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,6 +97,26 @@ func TestReadmeBlock(t *testing.T) {
 	got, ok, err := snippet(string(block))
 	if err != nil || !ok || got != string(want) {
 		t.Errorf("testdata/readme-block.md extracts to %q (%v, %v), want testdata/main.go", got, ok, err)
+	}
+}
+
+// maxProgramLines is the most lines the README's usage program may have,
+// imports and helpers included: short enough to read at a glance.
+const maxProgramLines = 30
+
+// TestProgramShape checks the usage program (the README's, else
+// testdata/main.go) is gofmt'd and at most maxProgramLines lines.
+func TestProgramShape(t *testing.T) {
+	src := program(t, repoRoot(t))
+	formatted, err := format.Source(src)
+	if err != nil {
+		t.Fatalf("the usage program does not parse: %v", err)
+	}
+	if !bytes.Equal(formatted, src) {
+		t.Errorf("the usage program is not gofmt'd; gofmt makes it:\n%s", formatted)
+	}
+	if n := bytes.Count(src, []byte("\n")); n > maxProgramLines {
+		t.Errorf("the usage program has %d lines, want at most %d", n, maxProgramLines)
 	}
 }
 
