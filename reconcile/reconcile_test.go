@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cdcsnap/cdcsnap/fake"
+	"github.com/cdcsnap/cdcsnap/internal/testworld"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/reconcile"
@@ -29,220 +29,129 @@ var (
 	casesFlag = flag.Int("cases", 200, "cases of the randomized tests")
 )
 
-func seed(t *testing.T) uint64 {
-	s := *seedFlag
-	if v := os.Getenv("CDCSNAP_SEED"); s == 0 && v != "" {
-		fmt.Sscan(v, &s)
-	}
-	if s == 0 {
-		s = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -seed=%d or CDCSNAP_SEED=%d)", s, s, s)
-	return s
-}
-
-// shape is a random table layout. caseKey is the key column whose case
-// the cased drift flips (-1: none), ci whether its collation ignores case.
+// shape is a random table layout with wider key spaces than the standard
+// ones (testworld.Shapes), so that the drift finds keys the source lacks.
+// caseKey is the key column whose case the cased drift flips (-1: none),
+// ci whether its collation ignores case.
 type shape struct {
-	name    string
-	columns []fake.ColumnDef
-	key     []string
+	testworld.Shape
 	caseKey int
 	ci      bool
-	row     func(r *rand.Rand) fake.Row
-}
-
-func word(r *rand.Rand, alphabet string, maxLen int) string {
-	b := make([]byte, 1+r.IntN(maxLen))
-	for i := range b {
-		b[i] = alphabet[r.IntN(len(alphabet))]
-	}
-	s := string(b)
-	if r.IntN(4) == 0 {
-		s += " "
-	}
-	return s
 }
 
 func shapes() []shape {
 	return []shape{
 		{
-			name: "bigint",
-			columns: []fake.ColumnDef{
-				{Name: "id", Type: "bigint"}, {Name: "name", Type: "nvarchar(40)", Nullable: true},
-				{Name: "amount", Type: "decimal(18,4)", Nullable: true}, {Name: "at", Type: "datetime2(7)", Nullable: true},
+			Shape: testworld.Shape{
+				Name: "bigint",
+				Columns: []fake.ColumnDef{
+					{Name: "id", Type: "bigint"}, {Name: "name", Type: "nvarchar(40)", Nullable: true},
+					{Name: "amount", Type: "decimal(18,4)", Nullable: true}, {Name: "at", Type: "datetime2(7)", Nullable: true},
+				},
+				Key: []string{"id"},
+				Row: func(r *rand.Rand) fake.Row {
+					id := r.Int64N(2000) - 100
+					if r.IntN(10) == 0 {
+						id = r.Int64N(1 << 40)
+					}
+					var amount, at any
+					if r.IntN(4) > 0 {
+						amount = keyrange.Decimal(fmt.Sprintf("%d.%04d", r.IntN(2000)-1000, r.IntN(10000)))
+					}
+					if r.IntN(3) > 0 {
+						at = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.Int64N(1e12)) * time.Microsecond)
+					}
+					return fake.Row{id, testworld.Word(r, "abcXYZ", 8), amount, at}
+				},
 			},
-			key: []string{"id"}, caseKey: -1,
-			row: func(r *rand.Rand) fake.Row {
-				id := r.Int64N(2000) - 100
-				if r.IntN(10) == 0 {
-					id = r.Int64N(1 << 40)
-				}
-				var amount, at any
-				if r.IntN(4) > 0 {
-					amount = keyrange.Decimal(fmt.Sprintf("%d.%04d", r.IntN(2000)-1000, r.IntN(10000)))
-				}
-				if r.IntN(3) > 0 {
-					at = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.Int64N(1e12)) * time.Microsecond)
-				}
-				return fake.Row{id, word(r, "abcXYZ", 8), amount, at}
-			},
+			caseKey: -1,
 		},
 		{
-			name: "company-id",
-			columns: []fake.ColumnDef{
-				{Name: "company", Type: "varchar(10)", Collation: "Latin1_General_CI_AS"}, {Name: "id", Type: "int"},
-				{Name: "val", Type: "nvarchar(20)", Nullable: true},
+			Shape: testworld.Shape{
+				Name: "company-id",
+				Columns: []fake.ColumnDef{
+					{Name: "company", Type: "varchar(10)", Collation: "Latin1_General_CI_AS"}, {Name: "id", Type: "int"},
+					{Name: "val", Type: "nvarchar(20)", Nullable: true},
+				},
+				Key: []string{"company", "id"},
+				Row: func(r *rand.Rand) fake.Row {
+					companies := []string{"acme", "Beta", "gamma", "delta ", "Eps"}
+					return fake.Row{companies[r.IntN(len(companies))], int64(r.IntN(300)), testworld.Word(r, "xyz", 5)}
+				},
 			},
-			key: []string{"company", "id"}, caseKey: 0, ci: true,
-			row: func(r *rand.Rand) fake.Row {
-				companies := []string{"acme", "Beta", "gamma", "delta ", "Eps"}
-				return fake.Row{companies[r.IntN(len(companies))], int64(r.IntN(300)), word(r, "xyz", 5)}
-			},
+			caseKey: 0, ci: true,
 		},
 		{
-			name: "ci-string",
-			columns: []fake.ColumnDef{
-				{Name: "code", Type: "varchar(12)", Collation: "SQL_Latin1_General_CP1_CI_AS"}, {Name: "n", Type: "int", Nullable: true},
+			Shape: testworld.Shape{
+				Name: "ci-string",
+				Columns: []fake.ColumnDef{
+					{Name: "code", Type: "varchar(12)", Collation: "SQL_Latin1_General_CP1_CI_AS"}, {Name: "n", Type: "int", Nullable: true},
+				},
+				Key: []string{"code"},
+				Row: func(r *rand.Rand) fake.Row { return fake.Row{testworld.Word(r, "nNaAbBc", 6), int64(r.IntN(10))} },
 			},
-			key: []string{"code"}, caseKey: 0, ci: true,
-			row: func(r *rand.Rand) fake.Row { return fake.Row{word(r, "nNaAbBc", 6), int64(r.IntN(10))} },
+			caseKey: 0, ci: true,
 		},
 		{
-			name: "bin2-3col",
-			columns: []fake.ColumnDef{
-				{Name: "k", Type: "nvarchar(8)", Collation: "Latin1_General_BIN2"}, {Name: "d", Type: "date"},
-				{Name: "s", Type: "smallint"}, {Name: "flag", Type: "bit", Nullable: true},
+			Shape: testworld.Shape{
+				Name: "bin2-3col",
+				Columns: []fake.ColumnDef{
+					{Name: "k", Type: "nvarchar(8)", Collation: "Latin1_General_BIN2"}, {Name: "d", Type: "date"},
+					{Name: "s", Type: "smallint"}, {Name: "flag", Type: "bit", Nullable: true},
+				},
+				Key: []string{"k", "d", "s"},
+				Row: func(r *rand.Rand) fake.Row {
+					d := time.Date(2026, 1, 1+r.IntN(3), 0, 0, 0, 0, time.UTC)
+					return fake.Row{testworld.Word(r, "aAbc", 3), d, int64(r.IntN(6)), r.IntN(2) == 0}
+				},
 			},
-			key: []string{"k", "d", "s"}, caseKey: 0,
-			row: func(r *rand.Rand) fake.Row {
-				d := time.Date(2026, 1, 1+r.IntN(3), 0, 0, 0, 0, time.UTC)
-				return fake.Row{word(r, "aAbc", 3), d, int64(r.IntN(6)), r.IntN(2) == 0}
-			},
+			caseKey: 0,
 		},
 	}
 }
 
-// world is a fake database with one captured table, a memory sink with its
-// snapshot and stream, and the collation keys of the source's rows.
+// world is a random case (testworld.World) with a memory sink converged
+// on it by a snapshot and a stream, the stream's position, and the shape's
+// drift parameters.
 type world struct {
-	db    *fake.DB
+	*testworld.World
 	sh    shape
-	ci    string
-	info  fake.TableInfo
 	dst   *fake.MemSink
 	next  lsn.LSN
 	batch int64
 }
 
-func (w *world) ckey(t testing.TB, key []any) string {
-	var b strings.Builder
-	for i, c := range w.info.KeyColumns {
-		s, err := keyrange.CollationKey(c, key[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.WriteString(s + "\x00")
-	}
-	return b.String()
-}
-
-func (w *world) keyOf(row fake.Row) []any {
-	k := make([]any, len(w.info.KeyIndexes))
-	for i, j := range w.info.KeyIndexes {
-		k[i] = row[j]
-	}
-	return k
-}
-
 // rows returns the source's rows by collation key.
 func (w *world) rows(t testing.TB) map[string]fake.Row {
-	rows, err := w.db.Rows("dbo", w.sh.name)
+	rows, err := w.DB.Rows("dbo", w.Shape.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := map[string]fake.Row{}
 	for _, r := range rows {
-		m[w.ckey(t, w.keyOf(r))] = r
+		m[w.CollationKey(t, w.KeyOf(r))] = r
 	}
 	return m
 }
 
+// newWorld loads up to n random rows of sh and converges the sink on them
+// by a whole or a chunked snapshot.
 func newWorld(t testing.TB, r *rand.Rand, sh shape, n int) *world {
 	ctx := context.Background()
-	db := fake.New(fake.Options{})
-	if err := db.CreateTable(fake.TableDef{Schema: "dbo", Name: sh.name, Columns: sh.columns, Key: sh.key}); err != nil {
-		t.Fatal(err)
-	}
-	w := &world{db: db, sh: sh, ci: "dbo_" + sh.name, dst: fake.NewMemSink()}
-	w.info, _ = db.Table("dbo", sh.name)
-	if _, err := db.EnableCDC("dbo", sh.name, w.ci); err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	var batch []fake.Row
-	for tries := 0; len(batch) < n && tries < 5*n; tries++ {
-		row := sh.row(r)
-		if k := w.ckey(t, w.keyOf(row)); !seen[k] {
-			seen[k] = true
-			batch = append(batch, row)
-		}
-	}
-	if len(batch) > 0 {
-		if _, err := db.Load("dbo", sh.name, batch...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	w := &world{World: testworld.New(t, r, sh.Shape, n), sh: sh, dst: fake.NewMemSink()}
 	var err error
 	if r.IntN(2) == 0 {
-		w.next, _, err = snapshot.Bootstrap(ctx, db, w.dst, snapshot.Options{CaptureInstance: w.ci, Partitions: 1 + r.IntN(4)})
+		w.next, _, err = snapshot.Bootstrap(ctx, w.DB, w.dst, snapshot.Options{CaptureInstance: w.CI, Partitions: 1 + r.IntN(4)})
 	} else {
-		o := snapshot.BackfillOptions{CaptureInstance: w.ci, ChunkRows: 1 + r.Int64N(30)}
-		if w.next, _, err = snapshot.BootstrapBackfill(ctx, db, w.dst, o); err == nil {
-			_, err = snapshot.Backfill(ctx, db, w.dst, o)
+		o := snapshot.BackfillOptions{CaptureInstance: w.CI, ChunkRows: 1 + r.Int64N(30)}
+		if w.next, _, err = snapshot.BootstrapBackfill(ctx, w.DB, w.dst, o); err == nil {
+			_, err = snapshot.Backfill(ctx, w.DB, w.dst, o)
 		}
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	return w
-}
-
-// change commits a random insert, update or delete.
-func (w *world) change(t testing.TB, r *rand.Rand) {
-	rows := w.rows(t)
-	tx := w.db.Begin()
-	var err error
-	switch op := r.IntN(3); {
-	case op == 0 || len(rows) == 0:
-		row := w.sh.row(r)
-		if _, ok := rows[w.ckey(t, w.keyOf(row))]; ok {
-			tx.Rollback()
-			return
-		}
-		err = tx.Insert("dbo", w.sh.name, row)
-	default:
-		var old fake.Row
-		for _, v := range rows {
-			old = v
-			break
-		}
-		if op == 1 {
-			row := w.sh.row(r)
-			for _, j := range w.info.KeyIndexes {
-				row[j] = old[j]
-			}
-			err = tx.Update("dbo", w.sh.name, w.keyOf(old), row)
-		} else {
-			err = tx.Delete("dbo", w.sh.name, w.keyOf(old))
-		}
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // stream appends the source's changes since the last poll.
@@ -253,7 +162,7 @@ func (w *world) stream(t testing.TB) {
 		c, err := w.dst.AppendChanges(ctx, ci, b, rr)
 		return c.Version, err
 	})
-	res, err := snapshot.Poll(ctx, w.db, app, w.ci, w.next, snapshot.PollOptions{BatchID: w.batch})
+	res, err := snapshot.Poll(ctx, w.DB, app, w.CI, w.next, snapshot.PollOptions{BatchID: w.batch})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,18 +196,18 @@ func (w *world) drift(t testing.TB, r *rand.Rand) map[string]reconcile.Kind {
 	// A lost row.
 	if k, row, ok := take(); ok && r.IntN(4) > 0 {
 		copies = append(copies, row)
-		stmts = append(stmts, func(tx *fake.Tx) error { return tx.Delete("dbo", w.sh.name, w.keyOf(row)) })
+		stmts = append(stmts, func(tx *fake.Tx) error { return tx.Delete("dbo", w.Shape.Name, w.KeyOf(row)) })
 		want[k] = reconcile.Missing
 	}
 	// An extra row.
 	if r.IntN(4) > 0 {
 		for range 50 {
-			row := w.sh.row(r)
-			k := w.ckey(t, w.keyOf(row))
+			row := w.Shape.Row(r)
+			k := w.CollationKey(t, w.KeyOf(row))
 			if _, ok := src[k]; ok || want[k] != 0 {
 				continue
 			}
-			stmts = append(stmts, func(tx *fake.Tx) error { return tx.Insert("dbo", w.sh.name, row) })
+			stmts = append(stmts, func(tx *fake.Tx) error { return tx.Insert("dbo", w.Shape.Name, row) })
 			want[k] = reconcile.Extra
 			break
 		}
@@ -306,22 +215,22 @@ func (w *world) drift(t testing.TB, r *rand.Rand) map[string]reconcile.Kind {
 	// A changed value.
 	if k, row, ok := take(); ok && r.IntN(4) > 0 {
 		for range 50 {
-			nr := w.sh.row(r)
-			for _, j := range w.info.KeyIndexes {
+			nr := w.Shape.Row(r)
+			for _, j := range w.Info.KeyIndexes {
 				nr[j] = row[j]
 			}
 			if fmt.Sprint(nr) == fmt.Sprint(row) {
 				continue
 			}
 			copies = append(copies, row)
-			stmts = append(stmts, func(tx *fake.Tx) error { return tx.Update("dbo", w.sh.name, w.keyOf(row), nr) })
+			stmts = append(stmts, func(tx *fake.Tx) error { return tx.Update("dbo", w.Shape.Name, w.KeyOf(row), nr) })
 			want[k] = reconcile.Different
 			break
 		}
 	}
 	// A string key spelled in another case.
 	if k, row, ok := take(); ok && w.sh.caseKey >= 0 && r.IntN(4) > 0 {
-		j := w.info.KeyIndexes[w.sh.caseKey]
+		j := w.Info.KeyIndexes[w.sh.caseKey]
 		s := row[j].(string)
 		flipped := strings.Map(func(c rune) rune {
 			if c >= 'a' && c <= 'z' {
@@ -334,11 +243,11 @@ func (w *world) drift(t testing.TB, r *rand.Rand) map[string]reconcile.Kind {
 		}, s)
 		nr := append(fake.Row(nil), row...)
 		nr[j] = flipped
-		nk := w.ckey(t, w.keyOf(nr))
+		nk := w.CollationKey(t, w.KeyOf(nr))
 		_, clash := src[nk]
 		if flipped != s && (w.sh.ci || (!clash && want[nk] == 0)) {
 			copies = append(copies, row)
-			stmts = append(stmts, func(tx *fake.Tx) error { return tx.Update("dbo", w.sh.name, w.keyOf(row), nr) })
+			stmts = append(stmts, func(tx *fake.Tx) error { return tx.Update("dbo", w.Shape.Name, w.KeyOf(row), nr) })
 			if w.sh.ci {
 				want[k] = reconcile.Different
 			} else {
@@ -350,14 +259,14 @@ func (w *world) drift(t testing.TB, r *rand.Rand) map[string]reconcile.Kind {
 		return want
 	}
 	scratch := fake.New(fake.Options{FirstLSN: lsn.LSN{0, 0, 0x0f, 0xff, 0, 0, 0, 0, 0, 1}})
-	if err := scratch.CreateTable(fake.TableDef{Schema: "dbo", Name: w.sh.name, Columns: w.sh.columns, Key: w.sh.key}); err != nil {
+	if err := scratch.CreateTable(fake.TableDef{Schema: "dbo", Name: w.Shape.Name, Columns: w.Shape.Columns, Key: w.Shape.Key}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := scratch.EnableCDC("dbo", w.sh.name, w.ci); err != nil {
+	if _, err := scratch.EnableCDC("dbo", w.Shape.Name, w.CI); err != nil {
 		t.Fatal(err)
 	}
 	if len(copies) > 0 {
-		if _, err := scratch.Load("dbo", w.sh.name, copies...); err != nil {
+		if _, err := scratch.Load("dbo", w.Shape.Name, copies...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -371,12 +280,12 @@ func (w *world) drift(t testing.TB, r *rand.Rand) map[string]reconcile.Kind {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rr, err := snapshot.Changes(ctx, scratch, w.ci, at, at, 1<<40)
+	rr, err := snapshot.Changes(ctx, scratch, w.CI, at, at, 1<<40)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rr.Release()
-	if _, err := w.dst.AppendChanges(ctx, w.ci, 1<<40, rr); err != nil {
+	if _, err := w.dst.AppendChanges(ctx, w.CI, 1<<40, rr); err != nil {
 		t.Fatal(err)
 	}
 	return want
@@ -386,9 +295,9 @@ func (w *world) drift(t testing.TB, r *rand.Rand) map[string]reconcile.Kind {
 func (w *world) check(t testing.TB, r *rand.Rand, c int, want map[string]reconcile.Kind) *reconcile.Report {
 	t.Helper()
 	tiles := 1 + r.IntN(10)
-	rep, err := reconcile.Run(context.Background(), w.db, w.dst, reconcile.Options{CaptureInstance: strings.ToUpper(w.ci), Tiles: tiles, BatchRows: 1 + r.IntN(20)})
+	rep, err := reconcile.Run(context.Background(), w.DB, w.dst, reconcile.Options{CaptureInstance: strings.ToUpper(w.CI), Tiles: tiles, BatchRows: 1 + r.IntN(20)})
 	if err != nil {
-		t.Fatalf("case %d (%s): %v", c, w.sh.name, err)
+		t.Fatalf("case %d (%s): %v", c, w.Shape.Name, err)
 	}
 	got := map[string]reconcile.Kind{}
 	differing := map[int]bool{}
@@ -397,7 +306,7 @@ func (w *world) check(t testing.TB, r *rand.Rand, c int, want map[string]reconci
 	}
 	withDiff := map[int]bool{}
 	for _, d := range rep.Differences {
-		k := w.ckey(t, d.Key)
+		k := w.CollationKey(t, d.Key)
 		if got[k] != 0 {
 			t.Fatalf("case %d: key %q reported twice", c, k)
 		}
@@ -412,7 +321,7 @@ func (w *world) check(t testing.TB, r *rand.Rand, c int, want map[string]reconci
 		for _, d := range rep.Differences {
 			lines = append(lines, d.String())
 		}
-		t.Fatalf("case %d (%s, %d tiles): found %v, want %v; differing tiles %v:\n%s", c, w.sh.name, len(rep.Tiles), got, want, differing, strings.Join(lines, "\n"))
+		t.Fatalf("case %d (%s, %d tiles): found %v, want %v; differing tiles %v:\n%s", c, w.Shape.Name, len(rep.Tiles), got, want, differing, strings.Join(lines, "\n"))
 	}
 	if rep.Clean() != (len(want) == 0) || rep.SourceChanged {
 		t.Fatalf("case %d: Clean() = %v with %d differences (source changed %v)", c, rep.Clean(), len(want), rep.SourceChanged)
@@ -432,12 +341,12 @@ func (w *world) check(t testing.TB, r *rand.Rand, c int, want map[string]reconci
 // extra row, a changed value, a string key in another case) it reports
 // exactly those keys, in the tiles that differ and no others.
 func TestReconcileFindsDriftExactly(t *testing.T) {
-	r := rand.New(rand.NewPCG(seed(t), 31))
+	r := rand.New(rand.NewPCG(testworld.Seed(t, *seedFlag), 31))
 	for c := range *casesFlag {
 		sh := shapes()[r.IntN(len(shapes()))]
 		w := newWorld(t, r, sh, r.IntN(200))
 		for range r.IntN(30) {
-			w.change(t, r)
+			w.Change(t, r)
 		}
 		w.stream(t)
 		w.check(t, r, c, nil)
@@ -452,28 +361,28 @@ func TestReconcileOptions(t *testing.T) {
 	w := newWorld(t, r, shapes()[0], 50)
 	defer w.dst.Close()
 	ctx := context.Background()
-	if _, err := reconcile.Run(ctx, w.db, w.dst, reconcile.Options{}); !errors.Is(err, reconcile.ErrInvalidOptions) {
+	if _, err := reconcile.Run(ctx, w.DB, w.dst, reconcile.Options{}); !errors.Is(err, reconcile.ErrInvalidOptions) {
 		t.Fatalf("no capture instance: %v", err)
 	}
-	if _, err := reconcile.Run(ctx, w.db, w.dst, reconcile.Options{CaptureInstance: "dbo_missing"}); err == nil || !strings.Contains(err.Error(), "dbo_bigint") {
+	if _, err := reconcile.Run(ctx, w.DB, w.dst, reconcile.Options{CaptureInstance: "dbo_missing"}); err == nil || !strings.Contains(err.Error(), "dbo_bigint") {
 		t.Fatalf("unknown capture instance: %v", err)
 	}
 	// Rebuilt only from above every row, the target is empty: every key is
 	// missing, and MaxDifferences truncates.
-	rep, err := reconcile.Run(ctx, w.db, w.dst, reconcile.Options{CaptureInstance: w.ci, From: lsn.Max, MaxDifferences: 3})
+	rep, err := reconcile.Run(ctx, w.DB, w.dst, reconcile.Options{CaptureInstance: w.CI, From: lsn.Max, MaxDifferences: 3})
 	if err != nil || rep.Clean() || len(rep.Differences) != 3 || !rep.Truncated || rep.Differences[0].Kind != reconcile.Missing {
 		t.Fatalf("empty target: %+v, %v", rep, err)
 	}
-	tx := w.db.Begin()
+	tx := w.DB.Begin()
 	rows := w.rows(t)
 	for _, row := range rows {
-		_ = tx.Delete("dbo", "bigint", w.keyOf(row))
+		_ = tx.Delete("dbo", "bigint", w.KeyOf(row))
 	}
 	if _, err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
 	w.stream(t)
-	rep, err = reconcile.Run(ctx, w.db, w.dst, reconcile.Options{CaptureInstance: w.ci})
+	rep, err = reconcile.Run(ctx, w.DB, w.dst, reconcile.Options{CaptureInstance: w.CI})
 	if err != nil || !rep.Clean() {
 		t.Fatalf("converged empty table: %+v, %v", rep, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"gocloud.dev/blob/memblob"
 
 	"github.com/cdcsnap/cdcsnap/internal/faultblob"
+	"github.com/cdcsnap/cdcsnap/internal/testworld"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
@@ -45,7 +46,7 @@ func chunkedCases() []chunkedCase {
 		{name: "chunked: the open's commit is half-written", atOpen: true, inject: blobFault(faultblob.Fault{Op: faultblob.OpWrite, Key: keyCommit, After: -1}, first)},
 		{name: "chunked: the open's answer is lost", atOpen: true, inject: blobFault(faultblob.Fault{Op: faultblob.OpClose, Key: keyCommit, Mode: faultblob.AckLost}, first)},
 		{name: "chunked: mid-wave after N rows", inject: func(r *rand.Rand, c *crashRun, waves int) {
-			c.w.db.FailReadAfter(int64(r.IntN(c.rows+1)), errBoom)
+			c.w.DB.FailReadAfter(int64(r.IntN(c.rows+1)), errBoom)
 		}},
 		{name: "chunked: mid-wave, a data file fails", inject: blobFault(faultblob.Fault{Op: faultblob.OpWrite, Key: keyData, After: -1}, func(r *rand.Rand, _ int) int { return 1 + r.IntN(6) })},
 		{name: "chunked: a wave's commit is half-written", inject: blobFault(faultblob.Fault{Op: faultblob.OpWrite, Key: keyCommit, After: -1}, anyWave)},
@@ -67,7 +68,7 @@ func chunkedCases() []chunkedCase {
 // a stamp at or after S, no key appears twice (no duplicate chunk), and
 // with the changes from S+1 the latest image equals the source.
 func TestChunkedCrashAtEveryStep(t *testing.T) {
-	r := rand.New(rand.NewPCG(seed(t), 60))
+	r := rand.New(rand.NewPCG(testworld.Seed(t, *seedFlag), 60))
 	all := chunkedCases()
 	ty := newTally()
 	for c := range cases(10 * len(all)) {
@@ -88,10 +89,10 @@ func chunkedCrashOnce(t *testing.T, r *rand.Rand, cc chunkedCase, c int) (fired,
 	ctx := context.Background()
 	sh := shapes()[r.IntN(len(shapes()))]
 	rows := 1 + r.IntN(150)
-	w := newWorld(t, r, sh, rows)
+	w := testworld.New(t, r, sh, rows)
 	fail := func(format string, args ...any) {
 		t.Helper()
-		t.Errorf("case %d (%s, %s): "+format, append([]any{c, cc.name, sh.name}, args...)...)
+		t.Errorf("case %d (%s, %s): "+format, append([]any{c, cc.name, sh.Name}, args...)...)
 	}
 	mem := memblob.OpenBucket(nil)
 	defer mem.Close()
@@ -101,19 +102,19 @@ func chunkedCrashOnce(t *testing.T, r *rand.Rand, cc chunkedCase, c int) (fired,
 	topts := delta.Options{CheckpointInterval: 1 + r.IntN(4)}
 	open := func() *delta.Table { return delta.OpenBucket(bkt, "mem://chunked", topts) }
 	chunks := 1 + r.IntN(8)
-	bopts := snapshot.BackfillOptions{CaptureInstance: w.ci, Chunks: chunks, WaveChunks: 1 + r.IntN(3), BatchRows: 1 + r.IntN(20)}
+	bopts := snapshot.BackfillOptions{CaptureInstance: w.CI, Chunks: chunks, WaveChunks: 1 + r.IntN(3), BatchRows: 1 + r.IntN(20)}
 	waves := (chunks + bopts.WaveChunks - 1) / bopts.WaveChunks
 	run := &crashRun{w: w, fb: fb, rows: rows}
 	rw := &readWatch{}
-	w.installHook(t, r, r.IntN(3), rw, nil)
-	defer w.db.SetPageHook(nil)
+	installHook(t, w, r, r.IntN(3), rw, nil)
+	defer w.DB.SetPageHook(nil)
 
 	tb1 := open()
 	if cc.atOpen {
 		cc.inject(r, run, waves)
 	}
-	m0 := w.maxLSN(t)
-	_, res0, err := snapshot.BootstrapBackfill(ctx, w.db, tb1, bopts)
+	m0 := w.MaxLSN(t)
+	_, res0, err := snapshot.BootstrapBackfill(ctx, w.DB, tb1, bopts)
 	fired = err != nil || fb.Fired() > 0
 	fb.Clear()
 	if err != nil {
@@ -121,7 +122,7 @@ func chunkedCrashOnce(t *testing.T, r *rand.Rand, cc chunkedCase, c int) (fired,
 		// finds the one that landed.
 		tb1.Close()
 		tb1 = open()
-		if _, res0, err = snapshot.BootstrapBackfill(ctx, w.db, tb1, bopts); err != nil {
+		if _, res0, err = snapshot.BootstrapBackfill(ctx, w.DB, tb1, bopts); err != nil {
 			fail("reopening: %v", err)
 			return fired, false
 		}
@@ -138,15 +139,15 @@ func chunkedCrashOnce(t *testing.T, r *rand.Rand, cc chunkedCase, c int) (fired,
 	if cc.name == "chunked: the process stops between waves" {
 		opts1.MaxWaves = 1 + r.IntN(waves)
 	}
-	res1, err1 := snapshot.Backfill(ctx, w.db, tb1, opts1)
+	res1, err1 := snapshot.Backfill(ctx, w.DB, tb1, opts1)
 	fired = fired || err1 != nil || fb.Fired() > 0 || opts1.MaxWaves > 0
-	w.db.ClearFaults()
+	w.DB.ClearFaults()
 	fb.Clear()
 	tb1.Close()
 
 	tb2 := open()
 	defer tb2.Close()
-	st, err := tb2.FindChunked(ctx, w.ci)
+	st, err := tb2.FindChunked(ctx, w.CI)
 	if err != nil {
 		fail("after the crash (%v): FindChunked: %v", err1, err)
 		return fired, false
@@ -164,12 +165,12 @@ func chunkedCrashOnce(t *testing.T, r *rand.Rand, cc chunkedCase, c int) (fired,
 		return fired, false
 	}
 
-	res2, err := snapshot.Backfill(ctx, w.db, tb2, bopts)
+	res2, err := snapshot.Backfill(ctx, w.DB, tb2, bopts)
 	if err != nil {
 		fail("rerun: %v (first: %v)", err, err1)
 		return fired, false
 	}
-	w.db.SetPageHook(nil)
+	w.DB.SetPageHook(nil)
 	if !res2.Complete || res2.LSN != s || res2.PlanID != res0.PlanID {
 		fail("rerun returned %+v; want snapshot %s at %s complete", res2, res0.PlanID, s)
 		return fired, false
@@ -181,7 +182,7 @@ func chunkedCrashOnce(t *testing.T, r *rand.Rand, cc chunkedCase, c int) (fired,
 	}
 	var mine int
 	for _, x := range all {
-		if sink.SameInstance(x.CaptureInstance, w.ci) {
+		if sink.SameInstance(x.CaptureInstance, w.CI) {
 			mine++
 		}
 	}
@@ -189,13 +190,13 @@ func chunkedCrashOnce(t *testing.T, r *rand.Rand, cc chunkedCase, c int) (fired,
 		fail("the table holds %d chunked snapshots of the instance", mine)
 		return fired, false
 	}
-	st, _ = tb2.FindChunked(ctx, w.ci)
+	st, _ = tb2.FindChunked(ctx, w.CI)
 	if err := checkChunkRows(t, ctx, w, tb2, st, true); err != nil {
 		fail("complete: %v", err)
 		return fired, false
 	}
 	for range r.IntN(8) {
-		w.change(t, r)
+		w.Change(t, r)
 	}
 	if err := streamAndCompare(t, ctx, w, tb2, snapshot.Result{LSN: s}, 1); err != nil {
 		fail("after the rerun (first: %v): %v", err1, err)
@@ -209,7 +210,7 @@ func chunkedCrashOnce(t *testing.T, r *rand.Rand, cc chunkedCase, c int) (fired,
 // of S = st.LSN (_snapshot S, _start_lsn >= S), of chunks 0..Committed-1
 // only, and no key appears twice. When complete, the keys are the
 // source's (compared by the caller through the latest image).
-func checkChunkRows(t testing.TB, ctx context.Context, w *world, tb *delta.Table, st sink.Chunked, complete bool) error {
+func checkChunkRows(t testing.TB, ctx context.Context, w *testworld.World, tb *delta.Table, st sink.Chunked, complete bool) error {
 	rr, err := tb.ReadAll(ctx)
 	if err != nil {
 		if st.Committed == 0 {
@@ -218,7 +219,7 @@ func checkChunkRows(t testing.TB, ctx context.Context, w *world, tb *delta.Table
 		return err
 	}
 	defer rr.Release()
-	ci := w.instance(t)
+	ci := w.Instance(t)
 	key, _ := ci.KeyColumns()
 	im := snapshot.NewImage(ci.Columns, key)
 	for rr.Next() {
@@ -231,7 +232,7 @@ func checkChunkRows(t testing.TB, ctx context.Context, w *world, tb *delta.Table
 		chunk := col(sink.ColChunk).(*array.Int32)
 		keep := make([]bool, rec.NumRows())
 		for i := range keep {
-			if inst.IsNull(i) || !sink.SameInstance(inst.Value(i), w.ci) {
+			if inst.IsNull(i) || !sink.SameInstance(inst.Value(i), w.CI) {
 				continue
 			}
 			keep[i] = true

@@ -8,6 +8,7 @@ import (
 
 	"gocloud.dev/blob/memblob"
 
+	"github.com/cdcsnap/cdcsnap/internal/testworld"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
 	"github.com/cdcsnap/cdcsnap/snapshot"
@@ -21,7 +22,7 @@ import (
 // memblob (conditional writes) and on a local folder (link-based
 // put-if-absent).
 func TestEightBootstrapsOneSnapshot(t *testing.T) {
-	r := rand.New(rand.NewPCG(seed(t), 30))
+	r := rand.New(rand.NewPCG(testworld.Seed(t, *seedFlag), 30))
 	ctx := context.Background()
 	ty := newTally()
 	for c := range cases(24) {
@@ -30,7 +31,7 @@ func TestEightBootstrapsOneSnapshot(t *testing.T) {
 			kind = "local folder"
 		}
 		ok := func() bool {
-			w := newWorld(t, r, shapes()[r.IntN(len(shapes()))], r.IntN(200))
+			w := testworld.New(t, r, shapes()[r.IntN(len(shapes()))], r.IntN(200))
 			var open func() *delta.Table
 			if kind == "memblob" {
 				mem := memblob.OpenBucket(nil)
@@ -47,7 +48,7 @@ func TestEightBootstrapsOneSnapshot(t *testing.T) {
 				}
 			}
 			rw := &readWatch{}
-			w.installHook(t, r, 1, rw, nil)
+			installHook(t, w, r, 1, rw, nil)
 			const n = 8
 			results := make([]snapshot.Result, n)
 			errs := make([]error, n)
@@ -63,12 +64,12 @@ func TestEightBootstrapsOneSnapshot(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					<-start
-					_, results[i], errs[i] = snapshot.Bootstrap(ctx, w.db, tables[i], snapshot.Options{CaptureInstance: w.ci, Partitions: 1 + i%4, BatchRows: 7})
+					_, results[i], errs[i] = snapshot.Bootstrap(ctx, w.DB, tables[i], snapshot.Options{CaptureInstance: w.CI, Partitions: 1 + i%4, BatchRows: 7})
 				}()
 			}
 			close(start)
 			wg.Wait()
-			w.db.SetPageHook(nil)
+			w.DB.SetPageHook(nil)
 			var fresh int
 			var l lsn.LSN
 			for i := range n {
@@ -82,7 +83,7 @@ func TestEightBootstrapsOneSnapshot(t *testing.T) {
 			}
 			tb := open()
 			defer tb.Close()
-			snaps := instanceSnapshots(t, ctx, tb, w.ci)
+			snaps := instanceSnapshots(t, ctx, tb, w.CI)
 			if len(snaps) != 1 || fresh != 1 {
 				t.Errorf("case %d (%s): %d snapshots in the table, %d bootstraps committed; want 1 and 1", c, kind, len(snaps), fresh)
 				return false
@@ -117,18 +118,18 @@ func TestEightBootstrapsOneSnapshot(t *testing.T) {
 // one table, four of each: both snapshots land, each instance's rows carry
 // its own LSN, and each converges to the source.
 func TestBootstrapsOfTwoInstancesBothLand(t *testing.T) {
-	r := rand.New(rand.NewPCG(seed(t), 31))
+	r := rand.New(rand.NewPCG(testworld.Seed(t, *seedFlag), 31))
 	ctx := context.Background()
 	for c := range cases(10) {
-		w := newWorld(t, r, shapes()[r.IntN(len(shapes()))], r.IntN(150))
-		ci2 := w.ci + "_v2"
-		if _, err := w.db.EnableCDC("dbo", w.shape.name, ci2); err != nil {
+		w := testworld.New(t, r, shapes()[r.IntN(len(shapes()))], r.IntN(150))
+		ci2 := w.CI + "_v2"
+		if _, err := w.DB.EnableCDC("dbo", w.Shape.Name, ci2); err != nil {
 			t.Fatal(err)
 		}
-		w2 := w.with(ci2)
+		w2 := w.With(ci2)
 		mem := memblob.OpenBucket(nil)
 		rw := &readWatch{}
-		w.installHook(t, r, 1, rw, nil)
+		installHook(t, w, r, 1, rw, nil)
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		got := map[string]map[lsn.LSN]int{}
@@ -143,41 +144,41 @@ func TestBootstrapsOfTwoInstancesBothLand(t *testing.T) {
 				defer wg.Done()
 				tb := delta.OpenBucket(mem, "mem://two", delta.Options{})
 				defer tb.Close()
-				res, err := snapshot.Take(ctx, w.db, tb, snapshot.Options{CaptureInstance: ww.ci, Partitions: 3, BatchRows: 5})
+				res, err := snapshot.Take(ctx, w.DB, tb, snapshot.Options{CaptureInstance: ww.CI, Partitions: 3, BatchRows: 5})
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
 					failed = err
 					return
 				}
-				if got[ww.ci] == nil {
-					got[ww.ci] = map[lsn.LSN]int{}
+				if got[ww.CI] == nil {
+					got[ww.CI] = map[lsn.LSN]int{}
 				}
-				got[ww.ci][res.LSN]++
+				got[ww.CI][res.LSN]++
 			}()
 		}
 		wg.Wait()
-		w.db.SetPageHook(nil)
+		w.DB.SetPageHook(nil)
 		if failed != nil {
 			t.Fatalf("case %d: %v", c, failed)
 		}
 		tb := delta.OpenBucket(mem, "mem://two", delta.Options{})
-		for _, x := range []*world{w, w2} {
-			snaps := instanceSnapshots(t, ctx, tb, x.ci)
-			if len(snaps) != 1 || len(got[x.ci]) != 1 || got[x.ci][snaps[0].LSN] != 4 {
-				t.Fatalf("case %d: instance %s: table holds %+v, bootstraps returned %v", c, x.ci, snaps, got[x.ci])
+		for _, x := range []*testworld.World{w, w2} {
+			snaps := instanceSnapshots(t, ctx, tb, x.CI)
+			if len(snaps) != 1 || len(got[x.CI]) != 1 || got[x.CI][snaps[0].LSN] != 4 {
+				t.Fatalf("case %d: instance %s: table holds %+v, bootstraps returned %v", c, x.CI, snaps, got[x.CI])
 			}
 			if _, err := checkSnapshotRows(t, ctx, x, tb, snaps[0]); err != nil {
-				t.Fatalf("case %d: instance %s: %v", c, x.ci, err)
+				t.Fatalf("case %d: instance %s: %v", c, x.CI, err)
 			}
 		}
-		for i, x := range []*world{w, w2} {
+		for i, x := range []*testworld.World{w, w2} {
 			for range r.IntN(5) {
-				w.change(t, r)
+				w.Change(t, r)
 			}
-			snaps := instanceSnapshots(t, ctx, tb, x.ci)
+			snaps := instanceSnapshots(t, ctx, tb, x.CI)
 			if err := streamAndCompare(t, ctx, x, tb, snapshot.Result{LSN: snaps[0].LSN}, int64(1+i)); err != nil {
-				t.Fatalf("case %d: instance %s: %v", c, x.ci, err)
+				t.Fatalf("case %d: instance %s: %v", c, x.CI, err)
 			}
 		}
 		tb.Close()

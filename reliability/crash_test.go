@@ -13,6 +13,7 @@ import (
 
 	"github.com/cdcsnap/cdcsnap/fake"
 	"github.com/cdcsnap/cdcsnap/internal/faultblob"
+	"github.com/cdcsnap/cdcsnap/internal/testworld"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 )
@@ -42,7 +43,7 @@ type crashCase struct {
 
 // crashRun is the state of one case.
 type crashRun struct {
-	w      *world
+	w      *testworld.World
 	fb     *faultblob.Bucket
 	cancel context.CancelFunc
 	// pageFault, when set, runs after each page of the first Take.
@@ -62,7 +63,7 @@ func crashCases() []crashCase {
 		}
 	}
 	src := func(op fake.Op) func(r *rand.Rand, c *crashRun) {
-		return func(r *rand.Rand, c *crashRun) { c.w.db.FailNext(op, errBoom) }
+		return func(r *rand.Rand, c *crashRun) { c.w.DB.FailNext(op, errBoom) }
 	}
 	blobFault := func(f faultblob.Fault, maxNth int) func(r *rand.Rand, c *crashRun) {
 		return func(r *rand.Rand, c *crashRun) {
@@ -82,7 +83,7 @@ func crashCases() []crashCase {
 		{name: "source: planning (row count; not fatal)", inject: src(fake.OpRowCount)},
 		{name: "source: after planning (opening a range)", inject: src(fake.OpReadRange)},
 		{name: "source: mid-partition after N rows", inject: func(r *rand.Rand, c *crashRun) {
-			c.w.db.FailReadAfter(int64(r.IntN(c.rows+1)), errBoom)
+			c.w.DB.FailReadAfter(int64(r.IntN(c.rows+1)), errBoom)
 		}},
 		{name: "source: connection error at page k", inject: func(r *rand.Rand, c *crashRun) {
 			atPage(r, c, func() error { return errBoom })
@@ -118,7 +119,7 @@ func crashCases() []crashCase {
 // and after streaming the changes from LSN+1 the latest image equals the
 // source.
 func TestCrashAtEveryStep(t *testing.T) {
-	r := rand.New(rand.NewPCG(seed(t), 10))
+	r := rand.New(rand.NewPCG(testworld.Seed(t, *seedFlag), 10))
 	all := crashCases()
 	ty := newTally()
 	n := cases(10 * len(all))
@@ -140,10 +141,10 @@ func crashOnce(t *testing.T, r *rand.Rand, cc crashCase, c int) (fired, passed b
 	ctx := context.Background()
 	sh := shapes()[r.IntN(len(shapes()))]
 	rows := r.IntN(150)
-	w := newWorld(t, r, sh, rows)
+	w := testworld.New(t, r, sh, rows)
 	fail := func(format string, args ...any) {
 		t.Helper()
-		args = append([]any{c, cc.name, sh.name}, args...)
+		args = append([]any{c, cc.name, sh.Name}, args...)
 		t.Errorf("case %d (%s, %s): "+format, args...)
 	}
 
@@ -161,7 +162,7 @@ func crashOnce(t *testing.T, r *rand.Rand, cc crashCase, c int) (fired, passed b
 		// Another instance's (empty) change batch first: the snapshot's
 		// commit is not the table's first, and can be checkpointed.
 		tb := open()
-		if _, err := tb.AppendChanges(ctx, "dbo_other", 1, emptyReader(t, w.bronze(t))); err != nil {
+		if _, err := tb.AppendChanges(ctx, "dbo_other", 1, emptyReader(t, bronze(t, w))); err != nil {
 			t.Fatal(err)
 		}
 		tb.Close()
@@ -172,28 +173,28 @@ func crashOnce(t *testing.T, r *rand.Rand, cc crashCase, c int) (fired, passed b
 	rw := &readWatch{}
 	ctx1, cancel := context.WithCancel(ctx)
 	defer cancel()
-	m0 := w.maxLSN(t)
+	m0 := w.MaxLSN(t)
 	run := &crashRun{w: w, fb: fb, cancel: cancel, rows: rows}
 	cc.inject(r, run)
-	w.installHook(t, r, rate, rw, func(ctx context.Context, p fake.Page) error {
+	installHook(t, w, r, rate, rw, func(ctx context.Context, p fake.Page) error {
 		if run.pageFault != nil {
 			return run.pageFault(ctx, p)
 		}
 		return nil
 	})
-	opts := snapshot.Options{CaptureInstance: w.ci, Partitions: 1 + r.IntN(6), Parallelism: 1 + r.IntN(3), BatchRows: 1 + r.IntN(25)}
+	opts := snapshot.Options{CaptureInstance: w.CI, Partitions: 1 + r.IntN(6), Parallelism: 1 + r.IntN(3), BatchRows: 1 + r.IntN(25)}
 	tb1 := open()
-	res1, err1 := snapshot.Take(ctx1, w.db, tb1, opts)
+	res1, err1 := snapshot.Take(ctx1, w.DB, tb1, opts)
 	first, read := rw.atFirstPage()
 	fired = err1 != nil || fb.Fired() > 0 || cc.name == "after the commit: the caller crashes"
-	w.db.SetPageHook(nil)
-	w.db.ClearFaults()
+	w.DB.SetPageHook(nil)
+	w.DB.ClearFaults()
 	fb.Clear()
 	tb1.Close()
 
 	tb2 := open()
 	defer tb2.Close()
-	before := instanceSnapshots(t, ctx, tb2, w.ci)
+	before := instanceSnapshots(t, ctx, tb2, w.CI)
 	switch {
 	case len(before) > 1:
 		fail("the first Take left %d snapshots", len(before))
@@ -216,16 +217,16 @@ func crashOnce(t *testing.T, r *rand.Rand, cc crashCase, c int) (fired, passed b
 
 	// The rerun, with changes between its pages too.
 	rw.reset()
-	w.installHook(t, r, rate, rw, nil)
-	m1 := w.maxLSN(t)
-	res2, err := snapshot.Take(ctx, w.db, tb2, opts)
+	installHook(t, w, r, rate, rw, nil)
+	m1 := w.MaxLSN(t)
+	res2, err := snapshot.Take(ctx, w.DB, tb2, opts)
 	first2, read2 := rw.atFirstPage()
-	w.db.SetPageHook(nil)
+	w.DB.SetPageHook(nil)
 	if err != nil {
 		fail("rerun: %v (first Take: %v)", err, err1)
 		return fired, false
 	}
-	after := instanceSnapshots(t, ctx, tb2, w.ci)
+	after := instanceSnapshots(t, ctx, tb2, w.CI)
 	if len(after) != 1 || after[0].LSN != res2.LSN || after[0].Version != res2.Version {
 		fail("rerun returned %+v, the table holds %+v", res2, after)
 		return fired, false
@@ -244,7 +245,7 @@ func crashOnce(t *testing.T, r *rand.Rand, cc crashCase, c int) (fired, passed b
 		return fired, false
 	}
 	for range r.IntN(8) {
-		w.change(t, r)
+		w.Change(t, r)
 	}
 	if err := streamAndCompare(t, ctx, w, tb2, res2, 1); err != nil {
 		fail("after the rerun (first Take: %v): %v", err1, err)
@@ -253,7 +254,7 @@ func crashOnce(t *testing.T, r *rand.Rand, cc crashCase, c int) (fired, passed b
 	// A third Take (another restart) still finds the same snapshot.
 	tb3 := open()
 	defer tb3.Close()
-	res3, err := snapshot.Take(ctx, w.db, tb3, opts)
+	res3, err := snapshot.Take(ctx, w.DB, tb3, opts)
 	if err != nil || !res3.Existing || res3.LSN != res2.LSN {
 		fail("third Take: %+v, %v; want the existing snapshot at %s", res3, err, res2.LSN)
 		return fired, false
@@ -270,13 +271,13 @@ func crashOnce(t *testing.T, r *rand.Rand, cc crashCase, c int) (fired, passed b
 // random offsets.
 func TestTornCommitIsRefused(t *testing.T) {
 	ctx := context.Background()
-	r := rand.New(rand.NewPCG(seed(t), 11))
-	w := newWorld(t, r, shapes()[0], 60)
+	r := rand.New(rand.NewPCG(testworld.Seed(t, *seedFlag), 11))
+	w := testworld.New(t, r, shapes()[0], 60)
 	mem := memblob.OpenBucket(nil)
 	defer mem.Close()
 	tb := delta.OpenBucket(mem, "mem://torn", delta.Options{CheckpointInterval: -1, TargetFileSize: 1024})
-	opts := snapshot.Options{CaptureInstance: w.ci, Partitions: 3}
-	if _, err := snapshot.Take(ctx, w.db, tb, opts); err != nil {
+	opts := snapshot.Options{CaptureInstance: w.CI, Partitions: 3}
+	if _, err := snapshot.Take(ctx, w.DB, tb, opts); err != nil {
 		t.Fatal(err)
 	}
 	tb.Close()

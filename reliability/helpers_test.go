@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,7 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/cdcsnap/cdcsnap/fake"
-	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/internal/testworld"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
@@ -31,18 +30,6 @@ var (
 	casesFlag = flag.Int("cases", 0, "cases of each randomized test (0: its default)")
 )
 
-func seed(t *testing.T) uint64 {
-	s := *seedFlag
-	if v := os.Getenv("CDCSNAP_SEED"); s == 0 && v != "" {
-		fmt.Sscan(v, &s)
-	}
-	if s == 0 {
-		s = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -seed=%d or CDCSNAP_SEED=%d)", s, s, s)
-	return s
-}
-
 func cases(def int) int {
 	if *casesFlag > 0 {
 		return *casesFlag
@@ -53,206 +40,14 @@ func cases(def int) int {
 	return def
 }
 
-// shape is a random table layout: its columns, key and a row generator.
-type shape struct {
-	name    string
-	columns []fake.ColumnDef
-	key     []string
-	row     func(r *rand.Rand) fake.Row // a random row; its key may repeat
-}
+// shapes are the table layouts of the random cases: the standard ones
+// but the binary-collation one, with datetime2 values at the microsecond
+// a Delta timestamp keeps.
+func shapes() []testworld.Shape { return testworld.Shapes(time.Microsecond)[:3] }
 
-func word(r *rand.Rand, alphabet string, maxLen int) string {
-	n := 1 + r.IntN(maxLen)
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = alphabet[r.IntN(len(alphabet))]
-	}
-	s := string(b)
-	if r.IntN(4) == 0 {
-		s += strings.Repeat(" ", 1+r.IntN(2)) // trailing spaces: equal under padding
-	}
-	return s
-}
-
-func shapes() []shape {
-	dec := func(r *rand.Rand) any {
-		if r.IntN(5) == 0 {
-			return nil
-		}
-		return keyrange.Decimal(fmt.Sprintf("%d.%04d", r.IntN(20000)-10000, r.IntN(10000)))
-	}
-	return []shape{
-		{
-			name: "bigint",
-			columns: []fake.ColumnDef{
-				{Name: "id", Type: "bigint"}, {Name: "name", Type: "nvarchar(40)", Nullable: true},
-				{Name: "amount", Type: "decimal(18,4)", Nullable: true}, {Name: "at", Type: "datetime2(7)", Nullable: true},
-			},
-			key: []string{"id"},
-			row: func(r *rand.Rand) fake.Row {
-				var at any
-				if r.IntN(3) > 0 {
-					at = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.Int64N(1e12)) * time.Microsecond)
-				}
-				id := r.Int64N(1000) - 100
-				if r.IntN(10) == 0 {
-					id = r.Int64N(1 << 40)
-				}
-				return fake.Row{id, word(r, "abcXYZ", 8), dec(r), at}
-			},
-		},
-		{
-			name: "company-id",
-			columns: []fake.ColumnDef{
-				{Name: "company", Type: "varchar(10)", Collation: "Latin1_General_CI_AS"}, {Name: "id", Type: "int"},
-				{Name: "val", Type: "nvarchar(20)", Nullable: true},
-			},
-			key: []string{"company", "id"},
-			row: func(r *rand.Rand) fake.Row {
-				companies := []string{"acme", "ACME", "Beta", "gamma", "Gamma ", "delta"}
-				return fake.Row{companies[r.IntN(1+r.IntN(len(companies)))], int64(r.IntN(200)), word(r, "xyz", 5)}
-			},
-		},
-		{
-			name: "ci-string",
-			columns: []fake.ColumnDef{
-				{Name: "code", Type: "varchar(12)", Collation: "SQL_Latin1_General_CP1_CI_AS"}, {Name: "n", Type: "int", Nullable: true},
-			},
-			key: []string{"code"},
-			row: func(r *rand.Rand) fake.Row { return fake.Row{word(r, "nNaAbB", 4), int64(r.IntN(10))} },
-		},
-	}
-}
-
-// world is one random case: a fake database with one captured table.
-type world struct {
-	db    *fake.DB
-	shape shape
-	info  fake.TableInfo
-	mu    *sync.Mutex     // one change at a time (shared by with)
-	keys  map[string]bool // collation keys of live rows
-	ci    string
-}
-
-func newWorld(t testing.TB, r *rand.Rand, sh shape, rows int) *world {
-	t.Helper()
-	db := fake.New(fake.Options{})
-	if err := db.CreateTable(fake.TableDef{Schema: "dbo", Name: sh.name, Columns: sh.columns, Key: sh.key}); err != nil {
-		t.Fatal(err)
-	}
-	info, err := db.Table("dbo", sh.name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &world{db: db, shape: sh, info: info, mu: &sync.Mutex{}, keys: map[string]bool{}, ci: "dbo_" + strings.ReplaceAll(sh.name, "-", "_")}
-	if _, err := db.EnableCDC("dbo", sh.name, w.ci); err != nil {
-		t.Fatal(err)
-	}
-	var batch []fake.Row
-	for tries := 0; len(batch) < rows && tries < rows*20; tries++ {
-		row := sh.row(r)
-		k := w.collationKey(t, w.keyOf(row))
-		if w.keys[k] {
-			continue
-		}
-		w.keys[k] = true
-		batch = append(batch, row)
-	}
-	if len(batch) > 0 {
-		if _, err := db.Load("dbo", sh.name, batch...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return w
-}
-
-// with returns w seen through another capture instance of its table.
-func (w *world) with(ci string) *world {
-	return &world{db: w.db, shape: w.shape, info: w.info, mu: w.mu, keys: w.keys, ci: ci}
-}
-
-func (w *world) keyOf(row fake.Row) []any {
-	k := make([]any, len(w.info.KeyIndexes))
-	for i, j := range w.info.KeyIndexes {
-		k[i] = row[j]
-	}
-	return k
-}
-
-func (w *world) collationKey(t testing.TB, key []any) string {
-	var b strings.Builder
-	for i, c := range w.info.KeyColumns {
-		s, err := keyrange.CollationKey(c, key[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.WriteString(s + "\x00")
-	}
-	return b.String()
-}
-
-// change commits one random insert, update or delete. Safe to call from
-// parallel page hooks.
-func (w *world) change(t testing.TB, r *rand.Rand) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	rows, err := w.db.Rows("dbo", w.shape.name)
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	tx := w.db.Begin()
-	switch op := r.IntN(3); {
-	case op == 0 || len(rows) == 0:
-		row := w.shape.row(r)
-		k := w.collationKey(t, w.keyOf(row))
-		if w.keys[k] {
-			tx.Rollback()
-			return
-		}
-		w.keys[k] = true
-		err = tx.Insert("dbo", w.shape.name, row)
-	case op == 1:
-		old := rows[r.IntN(len(rows))]
-		row := w.shape.row(r)
-		for _, j := range w.info.KeyIndexes {
-			row[j] = old[j]
-		}
-		err = tx.Update("dbo", w.shape.name, w.keyOf(old), row)
-	default:
-		old := rows[r.IntN(len(rows))]
-		key := w.keyOf(old)
-		delete(w.keys, w.collationKey(t, key))
-		err = tx.Delete("dbo", w.shape.name, key)
-	}
-	if err != nil {
-		t.Error(err)
-		tx.Rollback()
-		return
-	}
-	if _, err := tx.Commit(); err != nil {
-		t.Error(err)
-	}
-}
-
-func (w *world) maxLSN(t testing.TB) lsn.LSN {
-	l, err := w.db.MaxLSN(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
-func (w *world) instance(t testing.TB) *source.CaptureInstance {
-	ci, err := w.db.CaptureInstance(context.Background(), w.ci)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ci
-}
-
-func (w *world) bronze(t testing.TB) *arrow.Schema {
-	captured, err := source.ArrowSchema(w.instance(t).Columns)
+// bronze is the bronze schema of w's instance.
+func bronze(t testing.TB, w *testworld.World) *arrow.Schema {
+	captured, err := source.ArrowSchema(w.Instance(t).Columns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,14 +85,14 @@ func (rw *readWatch) atFirstPage() (lsn.LSN, bool) {
 // installHook makes rate random changes (at most) after every page, from
 // its own random stream, and records the first page's max LSN. extra, when
 // not nil, runs after the changes and may fail the read.
-func (w *world) installHook(t testing.TB, r *rand.Rand, rate int, rw *readWatch, extra func(ctx context.Context, p fake.Page) error) {
+func installHook(t testing.TB, w *testworld.World, r *rand.Rand, rate int, rw *readWatch, extra func(ctx context.Context, p fake.Page) error) {
 	hr := rand.New(rand.NewPCG(r.Uint64(), 3))
 	var hmu sync.Mutex
-	w.db.SetPageHook(func(ctx context.Context, p fake.Page) error {
+	w.DB.SetPageHook(func(ctx context.Context, p fake.Page) error {
 		hmu.Lock()
 		rw.mu.Lock()
 		if rw.first == nil {
-			m, err := w.db.MaxLSN(context.Background())
+			m, err := w.DB.MaxLSN(context.Background())
 			if err == nil {
 				rw.first = &m
 			}
@@ -305,7 +100,7 @@ func (w *world) installHook(t testing.TB, r *rand.Rand, rate int, rw *readWatch,
 		rw.mu.Unlock()
 		rw.pages.Add(1)
 		for range hr.IntN(rate + 1) {
-			w.change(t, hr)
+			w.Change(t, hr)
 		}
 		hmu.Unlock()
 		if extra != nil {
@@ -350,8 +145,8 @@ func instanceSnapshots(t testing.TB, ctx context.Context, tb *delta.Table, ci st
 // LSN in _start_lsn and _snapshot, no key appears twice (no duplicate
 // partition or chunk), and their count is the recorded row count. It
 // returns the image of those rows.
-func checkSnapshotRows(t testing.TB, ctx context.Context, w *world, tb *delta.Table, want sink.Snapshot) (*snapshot.Image, error) {
-	ci := w.instance(t)
+func checkSnapshotRows(t testing.TB, ctx context.Context, w *testworld.World, tb *delta.Table, want sink.Snapshot) (*snapshot.Image, error) {
+	ci := w.Instance(t)
 	key, err := ci.KeyColumns()
 	if err != nil {
 		return nil, err
@@ -372,7 +167,7 @@ func checkSnapshotRows(t testing.TB, ctx context.Context, w *world, tb *delta.Ta
 		snap := col(sink.ColSnapshot).(*array.String)
 		keep := make([]bool, rec.NumRows())
 		for i := range int(rec.NumRows()) {
-			if inst.IsNull(i) || !sink.SameInstance(inst.Value(i), w.ci) {
+			if inst.IsNull(i) || !sink.SameInstance(inst.Value(i), w.CI) {
 				continue
 			}
 			keep[i] = true
@@ -400,7 +195,7 @@ func checkSnapshotRows(t testing.TB, ctx context.Context, w *world, tb *delta.Ta
 		return nil, err
 	}
 	if want.Rows >= 0 && rows != want.Rows {
-		return nil, fmt.Errorf("the table holds %d snapshot rows of %s, the snapshot record says %d", rows, w.ci, want.Rows)
+		return nil, fmt.Errorf("the table holds %d snapshot rows of %s, the snapshot record says %d", rows, w.CI, want.Rows)
 	}
 	return im, nil
 }
@@ -444,24 +239,24 @@ func filter(rec arrow.RecordBatch, keep []bool) (arrow.RecordBatch, error) {
 // first LSN the stream reads) up to the current max LSN into the table as
 // batch, then checks that the latest image of the table equals the
 // source's current rows.
-func streamAndCompare(t testing.TB, ctx context.Context, w *world, tb *delta.Table, res snapshot.Result, batch int64) error {
+func streamAndCompare(t testing.TB, ctx context.Context, w *testworld.World, tb *delta.Table, res snapshot.Result, batch int64) error {
 	from, err := res.StreamFrom()
 	if err != nil {
 		return err
 	}
-	to := w.maxLSN(t)
+	to := w.MaxLSN(t)
 	if from.Compare(to) <= 0 {
-		rr, err := snapshot.Changes(ctx, w.db, w.ci, from, to, batch)
+		rr, err := snapshot.Changes(ctx, w.DB, w.CI, from, to, batch)
 		if err != nil {
 			return fmt.Errorf("changes: %w", err)
 		}
-		_, err = tb.AppendChanges(ctx, w.ci, batch, rr)
+		_, err = tb.AppendChanges(ctx, w.CI, batch, rr)
 		rr.Release()
 		if err != nil {
 			return fmt.Errorf("append changes: %w", err)
 		}
 	}
-	want, err := snapshot.SourceImage(ctx, w.db, w.instance(t))
+	want, err := snapshot.SourceImage(ctx, w.DB, w.Instance(t))
 	if err != nil {
 		return err
 	}
@@ -476,8 +271,8 @@ func streamAndCompare(t testing.TB, ctx context.Context, w *world, tb *delta.Tab
 }
 
 // tableImage is the latest image of the table's rows of w's instance.
-func tableImage(t testing.TB, ctx context.Context, w *world, tb *delta.Table) (*snapshot.Image, error) {
-	ci := w.instance(t)
+func tableImage(t testing.TB, ctx context.Context, w *testworld.World, tb *delta.Table) (*snapshot.Image, error) {
+	ci := w.Instance(t)
 	key, _ := ci.KeyColumns()
 	im := snapshot.NewImage(ci.Columns, key)
 	rr, err := tb.ReadAll(ctx)
@@ -490,7 +285,7 @@ func tableImage(t testing.TB, ctx context.Context, w *world, tb *delta.Table) (*
 		inst := rec.Column(rec.Schema().FieldIndices(sink.ColCaptureInstance)[0]).(*array.String)
 		keep := make([]bool, rec.NumRows())
 		for i := range keep {
-			keep[i] = inst.IsValid(i) && sink.SameInstance(inst.Value(i), w.ci)
+			keep[i] = inst.IsValid(i) && sink.SameInstance(inst.Value(i), w.CI)
 		}
 		sub, err := filter(rec, keep)
 		if err != nil {

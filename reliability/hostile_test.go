@@ -15,6 +15,7 @@ import (
 	"gocloud.dev/blob/memblob"
 
 	"github.com/cdcsnap/cdcsnap/fake"
+	"github.com/cdcsnap/cdcsnap/internal/testworld"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
@@ -347,17 +348,17 @@ func mustMax(t *testing.T, db *fake.DB) lsn.LSN {
 
 // corruptTable returns a memblob table holding a snapshot of dbo_t (version
 // 0) and a change batch (version 1), and its world.
-func corruptTable(t *testing.T) (*world, *blob.Bucket) {
+func corruptTable(t *testing.T) (*testworld.World, *blob.Bucket) {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(7, 7))
-	w := newWorld(t, r, shapes()[0], 30)
+	w := testworld.New(t, r, shapes()[0], 30)
 	mem := memblob.OpenBucket(nil)
 	tb := delta.OpenBucket(mem, "mem://corrupt", delta.Options{CheckpointInterval: -1})
-	res, err := snapshot.Take(ctx, w.db, tb, snapshot.Options{CaptureInstance: w.ci})
+	res, err := snapshot.Take(ctx, w.DB, tb, snapshot.Options{CaptureInstance: w.CI})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.change(t, r)
+	w.Change(t, r)
 	if err := streamAndCompare(t, ctx, w, tb, res, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -410,9 +411,9 @@ func TestCorruptOrForeignLog(t *testing.T) {
 			c.corrupt(t, mem)
 			tb := delta.OpenBucket(mem, "mem://corrupt", delta.Options{})
 			defer tb.Close()
-			for _, ci := range []string{w.ci, "dbo_other"} {
+			for _, ci := range []string{w.CI, "dbo_other"} {
 				refusedWithNothingWritten(t, c.name+", Take of "+ci, mem, func() error {
-					_, err := snapshot.Take(ctx, w.db, tb, snapshot.Options{CaptureInstance: ci})
+					_, err := snapshot.Take(ctx, w.DB, tb, snapshot.Options{CaptureInstance: ci})
 					return err
 				}, isCorrupt)
 			}
@@ -430,7 +431,7 @@ func TestCorruptOrForeignLog(t *testing.T) {
 		tb := delta.OpenBucket(mem, "mem://corrupt", delta.Options{})
 		defer tb.Close()
 		before := keys(t, mem)
-		_, err := snapshot.Take(ctx, w.db, tb, snapshot.Options{CaptureInstance: w.ci})
+		_, err := snapshot.Take(ctx, w.DB, tb, snapshot.Options{CaptureInstance: w.CI})
 		if err == nil || !isCorrupt(err) || !slices.Equal(before, keys(t, mem)) {
 			t.Errorf("a snapshot record that does not parse must refuse the table with a *CorruptLogError and write nothing "+
 				"(Take returned %v; objects before %d, after %d)", err, len(before), len(keys(t, mem)))
@@ -451,11 +452,11 @@ func TestCorruptOrForeignLog(t *testing.T) {
 		}
 		tb := delta.OpenBucket(mem, "mem://corrupt", delta.Options{})
 		defer tb.Close()
-		res, err := snapshot.Take(ctx, w.db, tb, snapshot.Options{CaptureInstance: w.ci})
+		res, err := snapshot.Take(ctx, w.DB, tb, snapshot.Options{CaptureInstance: w.CI})
 		if err != nil || !res.Existing {
 			t.Fatalf("Take with foreign entries: %+v, %v; want the existing snapshot", res, err)
 		}
-		w.change(t, rand.New(rand.NewPCG(1, 1)))
+		w.Change(t, rand.New(rand.NewPCG(1, 1)))
 		if err := streamAndCompare(t, ctx, w, tb, res, 2); err != nil {
 			t.Fatal(err)
 		}
@@ -492,27 +493,27 @@ func TestNewerProtocolRefused(t *testing.T) {
 				var pe *delta.UnsupportedProtocolError
 				return errors.As(err, &pe) && pe.Write == c.writeOnly
 			}
-			w2 := w.with(w.ci + "_v2")
-			if _, err := w.db.EnableCDC("dbo", w.shape.name, w2.ci); err != nil {
+			w2 := w.With(w.CI + "_v2")
+			if _, err := w.DB.EnableCDC("dbo", w.Shape.Name, w2.CI); err != nil {
 				t.Fatal(err)
 			}
 			refusedWithNothingWritten(t, c.name+", a new snapshot", mem, func() error {
-				_, err := snapshot.Take(ctx, w.db, tb, snapshot.Options{CaptureInstance: w2.ci})
+				_, err := snapshot.Take(ctx, w.DB, tb, snapshot.Options{CaptureInstance: w2.CI})
 				return err
 			}, isProto)
 			refusedWithNothingWritten(t, c.name+", a resnapshot", mem, func() error {
-				_, err := snapshot.Take(ctx, w.db, tb, snapshot.Options{CaptureInstance: w.ci, Resnapshot: true})
+				_, err := snapshot.Take(ctx, w.DB, tb, snapshot.Options{CaptureInstance: w.CI, Resnapshot: true})
 				return err
 			}, isProto)
 			refusedWithNothingWritten(t, c.name+", changes", mem, func() error {
-				rr := emptyReader(t, w.bronze(t))
+				rr := emptyReader(t, bronze(t, w))
 				defer rr.Release()
-				_, err := tb.AppendChanges(ctx, w.ci, 5, rr)
+				_, err := tb.AppendChanges(ctx, w.CI, 5, rr)
 				return err
 			}, isProto)
 			if c.writeOnly {
 				// Reading is fine: the existing snapshot is found.
-				res, err := snapshot.Take(ctx, w.db, tb, snapshot.Options{CaptureInstance: w.ci})
+				res, err := snapshot.Take(ctx, w.DB, tb, snapshot.Options{CaptureInstance: w.CI})
 				if err != nil || !res.Existing {
 					t.Errorf("a writer-only feature: Take of the snapshotted instance = %+v, %v; want the existing snapshot", res, err)
 				}
@@ -529,8 +530,8 @@ var _ = sink.ErrNotFound
 // committed: committed, it loses (or duplicates) rows silently.
 func TestTamperedPlanRefused(t *testing.T) {
 	ctx := context.Background()
-	r := rand.New(rand.NewPCG(seed(t), 50))
-	w := newWorld(t, r, shapes()[0], 120)
+	r := rand.New(rand.NewPCG(testworld.Seed(t, *seedFlag), 50))
+	w := testworld.New(t, r, shapes()[0], 120)
 	var bad []string
 	for _, c := range []struct {
 		name   string
@@ -547,7 +548,7 @@ func TestTamperedPlanRefused(t *testing.T) {
 		}},
 		{"two ranges overlapping", func(p *snapshot.Plan) { p.Ranges[1].Lower = p.Ranges[0].Lower }},
 	} {
-		plan, err := snapshot.NewPlan(ctx, w.db, snapshot.Options{CaptureInstance: w.ci, Partitions: 4})
+		plan, err := snapshot.NewPlan(ctx, w.DB, snapshot.Options{CaptureInstance: w.CI, Partitions: 4})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -564,7 +565,7 @@ func TestTamperedPlanRefused(t *testing.T) {
 		var parts []sink.Part
 		var execErr error
 		for i := range shipped.Ranges {
-			p, err := snapshot.Execute(ctx, w.db, dst, &shipped, i, nil)
+			p, err := snapshot.Execute(ctx, w.DB, dst, &shipped, i, nil)
 			if err != nil {
 				execErr = err
 				break
@@ -574,7 +575,7 @@ func TestTamperedPlanRefused(t *testing.T) {
 		if execErr == nil {
 			res, err := snapshot.Commit(ctx, dst, &shipped, parts, nil)
 			if err == nil {
-				bad = append(bad, fmt.Sprintf("%s: committed %d rows of %d", c.name, res.Rows, len(w.keys)))
+				bad = append(bad, fmt.Sprintf("%s: committed %d rows of %d", c.name, res.Rows, len(w.Keys)))
 			}
 		}
 		dst.Close()

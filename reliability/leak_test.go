@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cdcsnap/cdcsnap/fake"
+	"github.com/cdcsnap/cdcsnap/internal/testworld"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 )
@@ -34,18 +35,18 @@ func openFDs(t *testing.T) int {
 // and snapshots are unchanged), and once the table is closed no goroutine
 // and no open file is left.
 func TestSourceFaultsLeakNothing(t *testing.T) {
-	r := rand.New(rand.NewPCG(seed(t), 40))
+	r := rand.New(rand.NewPCG(testworld.Seed(t, *seedFlag), 40))
 	ctx := context.Background()
 	ignore := goleak.IgnoreCurrent()
 	// Warm up (a whole Take into a folder table) so that what the runtime
 	// opens once (epoll, random) is in the baseline.
 	{
-		w := newWorld(t, r, shapes()[0], 50)
+		w := testworld.New(t, r, shapes()[0], 50)
 		tb, err := delta.Open(ctx, t.TempDir(), delta.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := snapshot.Take(ctx, w.db, tb, snapshot.Options{CaptureInstance: w.ci}); err != nil {
+		if _, err := snapshot.Take(ctx, w.DB, tb, snapshot.Options{CaptureInstance: w.CI}); err != nil {
 			t.Fatal(err)
 		}
 		tb.Close()
@@ -56,13 +57,13 @@ func TestSourceFaultsLeakNothing(t *testing.T) {
 	ty := newTally()
 	for c := range cases(24) {
 		kind := kinds[c%len(kinds)]
-		w := newWorld(t, r, shapes()[r.IntN(len(shapes()))], 50+r.IntN(200))
+		w := testworld.New(t, r, shapes()[r.IntN(len(shapes()))], 50+r.IntN(200))
 		dir := t.TempDir()
 		tb, err := delta.Open(ctx, dir, delta.Options{TargetFileSize: 2048})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tb.AppendChanges(ctx, "dbo_other", 1, emptyReader(t, w.bronze(t))); err != nil {
+		if _, err := tb.AppendChanges(ctx, "dbo_other", 1, emptyReader(t, bronze(t, w))); err != nil {
 			t.Fatal(err)
 		}
 		v0, _ := tb.Version(ctx)
@@ -72,10 +73,10 @@ func TestSourceFaultsLeakNothing(t *testing.T) {
 		k := int64(1 + r.IntN(8))
 		switch kind {
 		case "connection error after N rows":
-			w.db.FailReadAfter(int64(r.IntN(50)), errBoom)
+			w.DB.FailReadAfter(int64(r.IntN(50)), errBoom)
 			want = errBoom
 		case "error from a page":
-			w.db.SetPageHook(func(context.Context, fake.Page) error {
+			w.DB.SetPageHook(func(context.Context, fake.Page) error {
 				if pages.Add(1) == k {
 					return errBoom
 				}
@@ -83,7 +84,7 @@ func TestSourceFaultsLeakNothing(t *testing.T) {
 			})
 			want = errBoom
 		case "context canceled mid-read":
-			w.db.SetPageHook(func(context.Context, fake.Page) error {
+			w.DB.SetPageHook(func(context.Context, fake.Page) error {
 				if pages.Add(1) == k {
 					cancel()
 				}
@@ -93,7 +94,7 @@ func TestSourceFaultsLeakNothing(t *testing.T) {
 		case "deadline mid-read":
 			cancel()
 			tctx, cancel = context.WithTimeout(ctx, time.Hour)
-			w.db.SetPageHook(func(ctx context.Context, _ fake.Page) error {
+			w.DB.SetPageHook(func(ctx context.Context, _ fake.Page) error {
 				if pages.Add(1) == k {
 					// Block until the deadline passes.
 					c2, c2cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
@@ -105,10 +106,10 @@ func TestSourceFaultsLeakNothing(t *testing.T) {
 			})
 			want = context.DeadlineExceeded
 		}
-		_, err = snapshot.Take(tctx, w.db, tb, snapshot.Options{CaptureInstance: w.ci, Partitions: 4, Parallelism: 4, BatchRows: 5})
+		_, err = snapshot.Take(tctx, w.DB, tb, snapshot.Options{CaptureInstance: w.CI, Partitions: 4, Parallelism: 4, BatchRows: 5})
 		cancel()
-		w.db.SetPageHook(nil)
-		w.db.ClearFaults()
+		w.DB.SetPageHook(nil)
+		w.DB.ClearFaults()
 		ok := errors.Is(err, want)
 		if !ok {
 			t.Errorf("case %d (%s): Take returned %v, want %v", c, kind, err, want)
@@ -117,7 +118,7 @@ func TestSourceFaultsLeakNothing(t *testing.T) {
 			t.Errorf("case %d (%s): the table went from version %d to %d", c, kind, v0, v)
 			ok = false
 		}
-		if s := instanceSnapshots(t, ctx, tb, w.ci); len(s) != 0 {
+		if s := instanceSnapshots(t, ctx, tb, w.CI); len(s) != 0 {
 			t.Errorf("case %d (%s): a failed Take left a snapshot: %+v", c, kind, s)
 			ok = false
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cdcsnap/cdcsnap/internal/testworld"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
 	"github.com/cdcsnap/cdcsnap/snapshot"
@@ -32,13 +33,13 @@ type killOutcome struct {
 
 // killWorld is the deterministic source of the SIGKILL test: the same seed
 // gives the same rows and LSNs in the child and in the parent.
-func killWorld(t testing.TB, seed uint64) *world {
+func killWorld(t testing.TB, seed uint64) *testworld.World {
 	r := rand.New(rand.NewPCG(seed, 20))
-	return newWorld(t, r, shapes()[0], 600+r.IntN(400))
+	return testworld.New(t, r, shapes()[0], 600+r.IntN(400))
 }
 
-func killOptions(w *world) (snapshot.Options, delta.Options) {
-	return snapshot.Options{CaptureInstance: w.ci, Partitions: 8, Parallelism: 3, BatchRows: 20},
+func killOptions(w *testworld.World) (snapshot.Options, delta.Options) {
+	return snapshot.Options{CaptureInstance: w.CI, Partitions: 8, Parallelism: 3, BatchRows: 20},
 		delta.Options{CheckpointInterval: 1, TargetFileSize: 4096}
 }
 
@@ -74,7 +75,7 @@ func killChild() bool {
 		os.Exit(5)
 	}
 	t0 := time.Now()
-	res, err := snapshot.Take(ctx, w.db, tb, sopts)
+	res, err := snapshot.Take(ctx, w.DB, tb, sopts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(4)
@@ -101,7 +102,7 @@ func TestSIGKILL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := rand.New(rand.NewPCG(seed(t), 21))
+	r := rand.New(rand.NewPCG(testworld.Seed(t, *seedFlag), 21))
 	budget := 25 * time.Second
 	if v := os.Getenv("CDCSNAP_KILL_BUDGET"); v != "" {
 		if d, err := time.ParseDuration(v); err == nil {
@@ -220,7 +221,7 @@ func prepareKillTable(t *testing.T, dir string, seed uint64) {
 		t.Fatal(err)
 	}
 	defer tb.Close()
-	if _, err := tb.AppendChanges(context.Background(), "dbo_other", 1, emptyReader(t, w.bronze(t))); err != nil {
+	if _, err := tb.AppendChanges(context.Background(), "dbo_other", 1, emptyReader(t, bronze(t, w))); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -246,12 +247,12 @@ func verifyKillTable(t *testing.T, dir string, seed uint64, complete bool) bool 
 	}
 	var mine int
 	for _, s := range snaps {
-		if s.CaptureInstance == w.ci {
+		if s.CaptureInstance == w.CI {
 			mine++
 		}
 	}
 	if mine > 1 || (complete && mine != 1) {
-		t.Fatalf("the table holds %d snapshots of %s (complete: %v)", mine, w.ci, complete)
+		t.Fatalf("the table holds %d snapshots of %s (complete: %v)", mine, w.CI, complete)
 	}
 	if mine == 0 {
 		// Nothing of the instance may be visible.
@@ -264,15 +265,15 @@ func verifyKillTable(t *testing.T, dir string, seed uint64, complete bool) bool 
 		}
 		return false
 	}
-	sn := instanceSnapshots(t, ctx, tb, w.ci)[0]
-	if want := w.maxLSN(t); sn.LSN != want {
+	sn := instanceSnapshots(t, ctx, tb, w.CI)[0]
+	if want := w.MaxLSN(t); sn.LSN != want {
 		t.Fatalf("snapshot LSN %s, the source's max LSN is %s", sn.LSN, want)
 	}
 	got, err := checkSnapshotRows(t, ctx, w, tb, sn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := snapshot.SourceImage(ctx, w.db, w.instance(t))
+	want, err := snapshot.SourceImage(ctx, w.DB, w.Instance(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +284,7 @@ func verifyKillTable(t *testing.T, dir string, seed uint64, complete bool) bool 
 		// Stream changes after it: the latest image converges.
 		r := rand.New(rand.NewPCG(seed, 22))
 		for range 20 {
-			w.change(t, r)
+			w.Change(t, r)
 		}
 		if err := streamAndCompare(t, ctx, w, tb, snapshot.Result{LSN: sn.LSN}, 2); err != nil {
 			t.Fatal(err)
@@ -305,7 +306,7 @@ func TestEightProcessesOneSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := rand.New(rand.NewPCG(seed(t), 23))
+	r := rand.New(rand.NewPCG(testworld.Seed(t, *seedFlag), 23))
 	for round := range 3 {
 		dir, s := t.TempDir(), r.Uint64()
 		prepareKillTable(t, dir, s)

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/cdcsnap/cdcsnap/fake"
+	"github.com/cdcsnap/cdcsnap/internal/testworld"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/snapshot"
@@ -25,9 +26,9 @@ func memAppender(dst *fake.MemSink) snapshot.Appender {
 
 // imageFrom merges the sink's rows whose _start_lsn is at or above from:
 // how downstream rebuilds after a re-snapshot at from.
-func imageFrom(t testing.TB, ctx context.Context, w *world, dst *fake.MemSink, from lsn.LSN) *snapshot.Image {
+func imageFrom(t testing.TB, ctx context.Context, w *testworld.World, dst *fake.MemSink, from lsn.LSN) *snapshot.Image {
 	t.Helper()
-	ci := mustCI(t, w)
+	ci := w.Instance(t)
 	key, _ := ci.KeyColumns()
 	im := snapshot.NewImage(ci.Columns, key)
 	f := from.String()
@@ -56,21 +57,21 @@ func imageFrom(t testing.TB, ctx context.Context, w *world, dst *fake.MemSink, f
 // OnDataLoss, and with it re-snapshots (whole or chunked) and continues; the
 // rows at or above the newest snapshot's LSN then merge to the source.
 func TestPollDataLossResnapshot(t *testing.T) {
-	r := rand.New(rand.NewPCG(seed(t), 21))
+	r := rand.New(rand.NewPCG(testworld.Seed(t, *seedFlag), 21))
 	ctx := context.Background()
 	for c := range *casesFlag / 3 {
 		sh := shapes()[r.IntN(len(shapes()))]
-		w := newWorld(t, r, sh, r.IntN(80))
+		w := testworld.New(t, r, sh, r.IntN(80))
 		dst := fake.NewMemSink()
 		app := memAppender(dst)
 		chunked := r.IntN(2) == 0
-		bopts := snapshot.BackfillOptions{CaptureInstance: w.ci, ChunkRows: 1 + r.Int64N(20), WaveChunks: 1 + r.IntN(3)}
+		bopts := snapshot.BackfillOptions{CaptureInstance: w.CI, ChunkRows: 1 + r.Int64N(20), WaveChunks: 1 + r.IntN(3)}
 		var next lsn.LSN
 		var err error
 		if chunked {
-			next, _, err = snapshot.BootstrapBackfill(ctx, w.db, dst, bopts)
+			next, _, err = snapshot.BootstrapBackfill(ctx, w.DB, dst, bopts)
 		} else {
-			next, _, err = snapshot.Bootstrap(ctx, w.db, dst, snapshot.Options{CaptureInstance: w.ci})
+			next, _, err = snapshot.Bootstrap(ctx, w.DB, dst, snapshot.Options{CaptureInstance: w.CI})
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -80,24 +81,24 @@ func TestPollDataLossResnapshot(t *testing.T) {
 		lost := false
 		for round := range 8 + r.IntN(8) {
 			for range r.IntN(5) {
-				w.change(t, r)
+				w.Change(t, r)
 			}
 			if chunked && r.IntN(2) == 0 {
 				o := bopts
 				o.MaxWaves = 1
-				if _, err := snapshot.Backfill(ctx, w.db, dst, o); err != nil {
+				if _, err := snapshot.Backfill(ctx, w.DB, dst, o); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if !lost && round > 2 && r.IntN(3) == 0 {
 				// Retention purges everything up to the max LSN: the
 				// stream's next LSN is below the new minimum.
-				w.change(t, r)
-				m, _ := w.db.MaxLSN(ctx)
-				if err := w.db.Cleanup("", m); err != nil {
+				w.Change(t, r)
+				m, _ := w.DB.MaxLSN(ctx)
+				if err := w.DB.Cleanup("", m); err != nil {
 					t.Fatal(err)
 				}
-				_, err := snapshot.Poll(ctx, w.db, app, w.ci, next, snapshot.PollOptions{BatchID: batch + 1})
+				_, err := snapshot.Poll(ctx, w.DB, app, w.CI, next, snapshot.PollOptions{BatchID: batch + 1})
 				var dl *source.DataLossError
 				switch {
 				case m.Less(next): // nothing committed since the last poll: nothing lost
@@ -110,14 +111,14 @@ func TestPollDataLossResnapshot(t *testing.T) {
 					lost = true
 				}
 				for range r.IntN(3) {
-					w.change(t, r) // changes the re-snapshot must see
+					w.Change(t, r) // changes the re-snapshot must see
 				}
 			}
-			opts := snapshot.PollOptions{BatchID: batch + 1, OnDataLoss: snapshot.ResnapshotOnDataLoss(w.db, dst, snapshot.Options{CaptureInstance: w.ci})}
+			opts := snapshot.PollOptions{BatchID: batch + 1, OnDataLoss: snapshot.ResnapshotOnDataLoss(w.DB, dst, snapshot.Options{CaptureInstance: w.CI})}
 			if chunked {
-				opts.OnDataLoss = snapshot.BackfillOnDataLoss(w.db, dst, bopts)
+				opts.OnDataLoss = snapshot.BackfillOnDataLoss(w.DB, dst, bopts)
 			}
-			res, err := snapshot.Poll(ctx, w.db, app, w.ci, next, opts)
+			res, err := snapshot.Poll(ctx, w.DB, app, w.CI, next, opts)
 			if err != nil {
 				t.Fatalf("case %d round %d: %v", c, round, err)
 			}
@@ -130,20 +131,20 @@ func TestPollDataLossResnapshot(t *testing.T) {
 			next = res.Next
 		}
 		if chunked {
-			if res, err := snapshot.Backfill(ctx, w.db, dst, bopts); err != nil || !res.Complete {
+			if res, err := snapshot.Backfill(ctx, w.DB, dst, bopts); err != nil || !res.Complete {
 				t.Fatalf("case %d: %+v, %v", c, res, err)
 			}
 		}
-		if _, err := snapshot.Poll(ctx, w.db, app, w.ci, next, snapshot.PollOptions{BatchID: batch + 1}); err != nil {
+		if _, err := snapshot.Poll(ctx, w.DB, app, w.CI, next, snapshot.PollOptions{BatchID: batch + 1}); err != nil {
 			t.Fatal(err)
 		}
-		want, err := snapshot.SourceImage(ctx, w.db, mustCI(t, w))
+		want, err := snapshot.SourceImage(ctx, w.DB, w.Instance(t))
 		if err != nil {
 			t.Fatal(err)
 		}
 		s, _ := newest.Prev()
 		if d := want.Diff(imageFrom(t, ctx, w, dst, s), 5); len(d) > 0 {
-			t.Fatalf("case %d (%s, chunked %v, data loss %v): rebuilt image differs from the source:\n%s", c, sh.name, chunked, lost, strings.Join(d, "\n"))
+			t.Fatalf("case %d (%s, chunked %v, data loss %v): rebuilt image differs from the source:\n%s", c, sh.Name, chunked, lost, strings.Join(d, "\n"))
 		}
 		dst.Close()
 	}

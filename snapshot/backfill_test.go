@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/cdcsnap/cdcsnap/fake"
+	"github.com/cdcsnap/cdcsnap/internal/testworld"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/snapshot"
@@ -25,9 +26,9 @@ type streamer struct {
 	batch int64
 }
 
-func (s *streamer) poll(t testing.TB, ctx context.Context, w *world, dst *fake.MemSink) {
+func (s *streamer) poll(t testing.TB, ctx context.Context, w *testworld.World, dst *fake.MemSink) {
 	t.Helper()
-	to, err := w.db.MaxLSN(ctx)
+	to, err := w.DB.MaxLSN(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,12 +36,12 @@ func (s *streamer) poll(t testing.TB, ctx context.Context, w *world, dst *fake.M
 		return
 	}
 	s.batch++
-	rr, err := snapshot.Changes(ctx, w.db, w.ci, s.next, to, s.batch)
+	rr, err := snapshot.Changes(ctx, w.DB, w.CI, s.next, to, s.batch)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rr.Release()
-	if _, err := dst.AppendChanges(ctx, w.ci, s.batch, rr); err != nil {
+	if _, err := dst.AppendChanges(ctx, w.CI, s.batch, rr); err != nil {
 		t.Fatal(err)
 	}
 	if s.next, err = to.Next(); err != nil {
@@ -93,25 +94,25 @@ func checkChunks(t testing.TB, ctx context.Context, dst *fake.MemSink, ci string
 // latest image equal the source table. Until the snapshot completes,
 // BootstrapBackfill returns S, never a newer LSN.
 func TestBackfillConverges(t *testing.T) {
-	r := rand.New(rand.NewPCG(seed(t), 11))
+	r := rand.New(rand.NewPCG(testworld.Seed(t, *seedFlag), 11))
 	ctx := context.Background()
 	for c := range *casesFlag {
 		sh := shapes()[r.IntN(len(shapes()))]
-		w := newWorld(t, r, sh, r.IntN(150))
+		w := testworld.New(t, r, sh, r.IntN(150))
 		hr := rand.New(rand.NewPCG(r.Uint64(), 12))
 		rate := r.IntN(3)
 		var mu sync.Mutex
-		w.db.SetPageHook(func(ctx context.Context, p fake.Page) error {
+		w.DB.SetPageHook(func(ctx context.Context, p fake.Page) error {
 			mu.Lock()
 			defer mu.Unlock()
 			for range hr.IntN(rate + 1) {
-				w.change(t, hr)
+				w.Change(t, hr)
 			}
 			return nil
 		})
 		dst := fake.NewMemSink()
 		opts := snapshot.BackfillOptions{
-			CaptureInstance: w.ci, WaveChunks: 1 + r.IntN(4), Parallelism: 1 + r.IntN(3), BatchRows: 1 + r.IntN(15), MaxWaves: 1 + r.IntN(2),
+			CaptureInstance: w.CI, WaveChunks: 1 + r.IntN(4), Parallelism: 1 + r.IntN(3), BatchRows: 1 + r.IntN(15), MaxWaves: 1 + r.IntN(2),
 		}
 		if r.IntN(2) == 0 {
 			opts.ChunkRows = 1 + r.Int64N(40)
@@ -121,9 +122,9 @@ func TestBackfillConverges(t *testing.T) {
 		if r.IntN(4) == 0 {
 			opts.Isolation = source.Snapshot
 		}
-		from, open, err := snapshot.BootstrapBackfill(ctx, w.db, dst, opts)
+		from, open, err := snapshot.BootstrapBackfill(ctx, w.DB, dst, opts)
 		if err != nil {
-			t.Fatalf("case %d (%s): %v", c, sh.name, err)
+			t.Fatalf("case %d (%s): %v", c, sh.Name, err)
 		}
 		if open.Complete || open.Committed != 0 || open.Resumed {
 			t.Fatalf("case %d: a new chunked snapshot: %+v", c, open)
@@ -133,18 +134,18 @@ func TestBackfillConverges(t *testing.T) {
 		for wave := 0; ; wave++ {
 			for range r.IntN(4) {
 				mu.Lock()
-				w.change(t, r)
+				w.Change(t, r)
 				mu.Unlock()
 			}
 			if r.IntN(2) == 0 {
 				st.poll(t, ctx, w, dst)
 			}
-			if again, res, err := snapshot.BootstrapBackfill(ctx, w.db, dst, opts); err != nil || again != from || res.LSN != open.LSN {
+			if again, res, err := snapshot.BootstrapBackfill(ctx, w.DB, dst, opts); err != nil || again != from || res.LSN != open.LSN {
 				t.Fatalf("case %d wave %d: bootstrap returned %s (%+v, %v), want %s: the S of the open snapshot", c, wave, again, res, err, from)
 			}
-			res, err = snapshot.Backfill(ctx, w.db, dst, opts)
+			res, err = snapshot.Backfill(ctx, w.DB, dst, opts)
 			if err != nil {
-				t.Fatalf("case %d (%s) wave %d: %v", c, sh.name, wave, err)
+				t.Fatalf("case %d (%s) wave %d: %v", c, sh.Name, wave, err)
 			}
 			if res.LSN != open.LSN || res.PlanID != open.PlanID {
 				t.Fatalf("case %d: wave %d resumed %+v, want the snapshot opened at %s", c, wave, res, open.LSN)
@@ -156,21 +157,21 @@ func TestBackfillConverges(t *testing.T) {
 				t.Fatalf("case %d: no progress: %+v", c, res)
 			}
 		}
-		w.db.SetPageHook(nil)
+		w.DB.SetPageHook(nil)
 		for range r.IntN(5) {
-			w.change(t, r)
+			w.Change(t, r)
 		}
 		st.poll(t, ctx, w, dst)
-		checkChunks(t, ctx, dst, w.ci, res)
-		want, err := snapshot.SourceImage(ctx, w.db, mustCI(t, w))
+		checkChunks(t, ctx, dst, w.CI, res)
+		want, err := snapshot.SourceImage(ctx, w.DB, w.Instance(t))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if d := want.Diff(sinkImage(t, ctx, w, dst), 5); len(d) > 0 {
-			t.Fatalf("case %d (%s, %+v): latest image differs from the source:\n%s", c, sh.name, opts, strings.Join(d, "\n"))
+			t.Fatalf("case %d (%s, %+v): latest image differs from the source:\n%s", c, sh.Name, opts, strings.Join(d, "\n"))
 		}
 		// Complete: a rerun reads nothing and returns the same S.
-		again, err := snapshot.Backfill(ctx, w.db, dst, opts)
+		again, err := snapshot.Backfill(ctx, w.DB, dst, opts)
 		if err != nil || !again.Existing || again.LSN != res.LSN {
 			t.Fatalf("case %d: rerun after completion: %+v, %v", c, again, err)
 		}
@@ -182,14 +183,14 @@ func TestBackfillConverges(t *testing.T) {
 // writes and when it commits, and cancellations, never commit a chunk
 // twice; reruns resume at the first uncommitted chunk and converge.
 func TestBackfillCrashResume(t *testing.T) {
-	r := rand.New(rand.NewPCG(seed(t), 13))
+	r := rand.New(rand.NewPCG(testworld.Seed(t, *seedFlag), 13))
 	ctx := context.Background()
 	for c := range *casesFlag / 2 {
 		sh := shapes()[r.IntN(len(shapes()))]
-		w := newWorld(t, r, sh, 20+r.IntN(150))
+		w := testworld.New(t, r, sh, 20+r.IntN(150))
 		dst := fake.NewMemSink()
-		opts := snapshot.BackfillOptions{CaptureInstance: w.ci, ChunkRows: 1 + r.Int64N(30), WaveChunks: 1 + r.IntN(3), BatchRows: 1 + r.IntN(10)}
-		from, _, err := snapshot.BootstrapBackfill(ctx, w.db, dst, opts)
+		opts := snapshot.BackfillOptions{CaptureInstance: w.CI, ChunkRows: 1 + r.Int64N(30), WaveChunks: 1 + r.IntN(3), BatchRows: 1 + r.IntN(10)}
+		from, _, err := snapshot.BootstrapBackfill(ctx, w.DB, dst, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -201,11 +202,11 @@ func TestBackfillCrashResume(t *testing.T) {
 			if attempt > 1000 {
 				t.Fatalf("case %d: no progress after %d attempts: %+v", c, attempt, res)
 			}
-			w.change(t, r)
+			w.Change(t, r)
 			cctx, cancel := context.WithCancel(ctx)
 			switch r.IntN(5) {
 			case 0:
-				w.db.FailReadAfter(r.Int64N(40), boom)
+				w.DB.FailReadAfter(r.Int64N(40), boom)
 			case 1:
 				dst.FailNextCommit(boom)
 			case 2:
@@ -213,17 +214,17 @@ func TestBackfillCrashResume(t *testing.T) {
 			case 3:
 				var n atomic.Int64
 				n.Store(int64(r.IntN(4)))
-				w.db.SetPageHook(func(context.Context, fake.Page) error {
+				w.DB.SetPageHook(func(context.Context, fake.Page) error {
 					if n.Add(-1) < 0 {
 						cancel()
 					}
 					return nil
 				})
 			}
-			res, err = snapshot.Backfill(cctx, w.db, dst, opts)
+			res, err = snapshot.Backfill(cctx, w.DB, dst, opts)
 			cancel()
-			w.db.SetPageHook(nil)
-			w.db.ClearFaults()
+			w.DB.SetPageHook(nil)
+			w.DB.ClearFaults()
 			dst.FailNextCommit(nil)
 			if err != nil {
 				if !errors.Is(err, fake.ErrInjected) && !errors.Is(err, context.Canceled) {
@@ -238,17 +239,17 @@ func TestBackfillCrashResume(t *testing.T) {
 			}
 		}
 		st.poll(t, ctx, w, dst)
-		found, err := dst.FindChunked(ctx, strings.ToUpper(w.ci))
+		found, err := dst.FindChunked(ctx, strings.ToUpper(w.CI))
 		if next, _ := found.LSN.Next(); err != nil || !found.Complete || found.PlanID != res.PlanID || next != from {
 			t.Fatalf("case %d: FindChunked = %+v, %v", c, found, err)
 		}
-		checkChunks(t, ctx, dst, w.ci, res)
-		want, err := snapshot.SourceImage(ctx, w.db, mustCI(t, w))
+		checkChunks(t, ctx, dst, w.CI, res)
+		want, err := snapshot.SourceImage(ctx, w.DB, w.Instance(t))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if d := want.Diff(sinkImage(t, ctx, w, dst), 5); len(d) > 0 {
-			t.Fatalf("case %d (%s, %d failures): latest image differs from the source:\n%s", c, sh.name, failures, strings.Join(d, "\n"))
+			t.Fatalf("case %d (%s, %d failures): latest image differs from the source:\n%s", c, sh.Name, failures, strings.Join(d, "\n"))
 		}
 		dst.Close()
 	}
@@ -260,46 +261,46 @@ func TestBackfillCrashResume(t *testing.T) {
 // one row; planning reads each key at most once plus one per seek and key
 // column.
 func TestBackfillEvenChunks(t *testing.T) {
-	r := rand.New(rand.NewPCG(seed(t), 14))
+	r := rand.New(rand.NewPCG(testworld.Seed(t, *seedFlag), 14))
 	ctx := context.Background()
 	for c := range *casesFlag / 2 {
 		sh := shapes()[r.IntN(len(shapes()))]
-		var w *world
+		var w *testworld.World
 		if c%2 == 0 {
 			// Skewed and sparse bigint keys: a dense run, a few far away.
 			sh = shapes()[0]
-			w = newWorld(t, r, sh, 0)
+			w = testworld.New(t, r, sh, 0)
 			var rows []fake.Row
 			for i := range 50 + r.IntN(150) {
 				id := int64(i)
 				if r.IntN(5) == 0 {
 					id = 1<<40 + r.Int64N(1<<50)
 				}
-				k := collationKey(t, w.db, sh, []any{id})
-				if w.keys[k] {
+				k := w.CollationKey(t, []any{id})
+				if w.Keys[k] {
 					continue
 				}
-				w.keys[k] = true
+				w.Keys[k] = true
 				rows = append(rows, fake.Row{id, "x", nil, nil})
 			}
-			if _, err := w.db.Load("dbo", sh.name, rows...); err != nil {
+			if _, err := w.DB.Load("dbo", sh.Name, rows...); err != nil {
 				t.Fatal(err)
 			}
 		} else {
-			w = newWorld(t, r, sh, r.IntN(150))
+			w = testworld.New(t, r, sh, r.IntN(150))
 		}
-		n := len(w.keys)
-		opts := snapshot.BackfillOptions{CaptureInstance: w.ci, WaveChunks: 1 + r.IntN(5)}
+		n := len(w.Keys)
+		opts := snapshot.BackfillOptions{CaptureInstance: w.CI, WaveChunks: 1 + r.IntN(5)}
 		if r.IntN(2) == 0 {
 			opts.ChunkRows = 1 + r.Int64N(30)
 		} else {
 			opts.Chunks = 1 + r.IntN(20)
 		}
 		dst := fake.NewMemSink()
-		w.db.ResetStats()
-		res, err := snapshot.Backfill(ctx, w.db, dst, opts)
+		w.DB.ResetStats()
+		res, err := snapshot.Backfill(ctx, w.DB, dst, opts)
 		if err != nil || !res.Complete || res.Rows != int64(n) {
-			t.Fatalf("case %d (%s, %d rows): %+v, %v", c, sh.name, n, res, err)
+			t.Fatalf("case %d (%s, %d rows): %+v, %v", c, sh.Name, n, res, err)
 		}
 		sizes := make([]int64, res.Chunks)
 		rows, err := dst.Rows()
@@ -312,7 +313,7 @@ func TestBackfillEvenChunks(t *testing.T) {
 		if opts.ChunkRows > 0 {
 			for i, s := range sizes {
 				if (i < len(sizes)-1 && s != opts.ChunkRows) || s > opts.ChunkRows {
-					t.Fatalf("case %d (%s, %d rows, %d per chunk): chunk sizes %v", c, sh.name, n, opts.ChunkRows, sizes)
+					t.Fatalf("case %d (%s, %d rows, %d per chunk): chunk sizes %v", c, sh.Name, n, opts.ChunkRows, sizes)
 				}
 			}
 			if want := max(1, (n+int(opts.ChunkRows)-1)/int(opts.ChunkRows)); len(sizes) != want {
@@ -321,15 +322,15 @@ func TestBackfillEvenChunks(t *testing.T) {
 		} else {
 			lo, hi := slices.Min(sizes), slices.Max(sizes)
 			if hi-lo > 1 || (n > 1 && len(sizes) != min(opts.Chunks, n)) {
-				t.Fatalf("case %d (%s, %d rows, %d chunks): chunk sizes %v", c, sh.name, n, opts.Chunks, sizes)
+				t.Fatalf("case %d (%s, %d rows, %d chunks): chunk sizes %v", c, sh.Name, n, opts.Chunks, sizes)
 			}
 		}
-		st, _ := w.db.Stats("dbo", sh.name)
-		if limit := int64(n) + st.Seeks*int64(len(sh.key)); st.KeysExamined > limit {
-			t.Fatalf("case %d (%s): planning examined %d keys for %d rows and %d seeks", c, sh.name, st.KeysExamined, n, st.Seeks)
+		st, _ := w.DB.Stats("dbo", sh.Name)
+		if limit := int64(n) + st.Seeks*int64(len(sh.Key)); st.KeysExamined > limit {
+			t.Fatalf("case %d (%s): planning examined %d keys for %d rows and %d seeks", c, sh.Name, st.KeysExamined, n, st.Seeks)
 		}
 		if st.RowsExamined != int64(n) {
-			t.Fatalf("case %d (%s): the chunks examined %d rows for %d", c, sh.name, st.RowsExamined, n)
+			t.Fatalf("case %d (%s): the chunks examined %d rows for %d", c, sh.Name, st.RowsExamined, n)
 		}
 		dst.Close()
 	}

@@ -6,17 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"go.uber.org/goleak"
 
 	"github.com/cdcsnap/cdcsnap/fake"
-	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/internal/testworld"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/snapshot"
@@ -30,226 +28,29 @@ var (
 	casesFlag = flag.Int("cases", 300, "cases of the randomized tests")
 )
 
-func seed(t *testing.T) uint64 {
-	s := *seedFlag
-	if v := os.Getenv("CDCSNAP_SEED"); s == 0 && v != "" {
-		fmt.Sscan(v, &s)
-	}
-	if s == 0 {
-		s = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -seed=%d or CDCSNAP_SEED=%d)", s, s, s)
-	return s
-}
-
-// shape is a random table layout: its columns, key and a row generator.
-type shape struct {
-	name    string
-	columns []fake.ColumnDef
-	key     []string
-	row     func(r *rand.Rand) fake.Row // a random row; its key may repeat
-}
-
-func shapes() []shape {
-	word := func(r *rand.Rand, alphabet string, maxLen int) string {
-		n := 1 + r.IntN(maxLen)
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = alphabet[r.IntN(len(alphabet))]
-		}
-		s := string(b)
-		if r.IntN(4) == 0 {
-			s += strings.Repeat(" ", 1+r.IntN(2)) // trailing spaces: equal under padding
-		}
-		return s
-	}
-	dec := func(r *rand.Rand) any {
-		if r.IntN(5) == 0 {
-			return nil
-		}
-		return keyrange.Decimal(fmt.Sprintf("%d.%04d", r.IntN(20000)-10000, r.IntN(10000)))
-	}
-	return []shape{
-		{
-			name: "bigint",
-			columns: []fake.ColumnDef{
-				{Name: "id", Type: "bigint"}, {Name: "name", Type: "nvarchar(40)", Nullable: true},
-				{Name: "amount", Type: "decimal(18,4)", Nullable: true}, {Name: "at", Type: "datetime2(7)", Nullable: true},
-			},
-			key: []string{"id"},
-			row: func(r *rand.Rand) fake.Row {
-				var at any
-				if r.IntN(3) > 0 {
-					at = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.Int64N(1e15)) * 100)
-				}
-				// Sparse and skewed keys, negative ones too.
-				id := r.Int64N(1000) - 100
-				if r.IntN(10) == 0 {
-					id = r.Int64N(1 << 40)
-				}
-				return fake.Row{id, word(r, "abcXYZ", 8), dec(r), at}
-			},
-		},
-		{
-			name: "company-id",
-			columns: []fake.ColumnDef{
-				{Name: "company", Type: "varchar(10)", Collation: "Latin1_General_CI_AS"}, {Name: "id", Type: "int"},
-				{Name: "val", Type: "nvarchar(20)", Nullable: true},
-			},
-			key: []string{"company", "id"},
-			row: func(r *rand.Rand) fake.Row {
-				companies := []string{"acme", "ACME", "Beta", "gamma", "Gamma ", "delta"}
-				return fake.Row{companies[r.IntN(1+r.IntN(len(companies)))], int64(r.IntN(200)), word(r, "xyz", 5)}
-			},
-		},
-		{
-			name: "ci-string",
-			columns: []fake.ColumnDef{
-				{Name: "code", Type: "varchar(12)", Collation: "SQL_Latin1_General_CP1_CI_AS"}, {Name: "n", Type: "int", Nullable: true},
-			},
-			key: []string{"code"},
-			row: func(r *rand.Rand) fake.Row { return fake.Row{word(r, "nNaAbB", 4), int64(r.IntN(10))} },
-		},
-		{
-			name: "binary-collation-3col",
-			columns: []fake.ColumnDef{
-				{Name: "k", Type: "nvarchar(8)", Collation: "Latin1_General_BIN2"}, {Name: "d", Type: "date"},
-				{Name: "s", Type: "smallint"}, {Name: "flag", Type: "bit", Nullable: true},
-			},
-			key: []string{"k", "d", "s"},
-			row: func(r *rand.Rand) fake.Row {
-				d := time.Date(2026, 1, 1+r.IntN(3), 0, 0, 0, 0, time.UTC)
-				return fake.Row{word(r, "aAb", 2), d, int64(r.IntN(4)), r.IntN(2) == 0}
-			},
-		},
-	}
-}
-
-// world is one random case: a fake database with one captured table.
-type world struct {
-	db    *fake.DB
-	shape shape
-	keys  map[string]bool // collation keys of live rows
-	ci    string
-}
-
-func keyOf(t testing.TB, db *fake.DB, sh shape, row fake.Row) []any {
-	info, err := db.Table("dbo", sh.name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := make([]any, len(info.KeyIndexes))
-	for i, j := range info.KeyIndexes {
-		k[i] = row[j]
-	}
-	return k
-}
-
-func collationKey(t testing.TB, db *fake.DB, sh shape, key []any) string {
-	info, err := db.Table("dbo", sh.name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	for i, c := range info.KeyColumns {
-		s, err := keyrange.CollationKey(c, key[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.WriteString(s + "\x00")
-	}
-	return b.String()
-}
-
-func newWorld(t testing.TB, r *rand.Rand, sh shape, rows int) *world {
-	db := fake.New(fake.Options{})
-	if err := db.CreateTable(fake.TableDef{Schema: "dbo", Name: sh.name, Columns: sh.columns, Key: sh.key}); err != nil {
-		t.Fatal(err)
-	}
-	w := &world{db: db, shape: sh, keys: map[string]bool{}, ci: "dbo_" + sh.name}
-	if _, err := db.EnableCDC("dbo", sh.name, w.ci); err != nil {
-		t.Fatal(err)
-	}
-	var batch []fake.Row
-	for len(batch) < rows {
-		row := sh.row(r)
-		k := collationKey(t, db, sh, keyOf(t, db, sh, row))
-		if w.keys[k] {
-			if len(w.keys) > 50 && r.IntN(50) == 0 {
-				break // the key space is small: stop trying
-			}
-			continue
-		}
-		w.keys[k] = true
-		batch = append(batch, row)
-	}
-	if len(batch) > 0 {
-		if _, err := db.Load("dbo", sh.name, batch...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return w
-}
-
-// change commits one random insert, update or delete.
-func (w *world) change(t testing.TB, r *rand.Rand) {
-	rows, err := w.db.Rows("dbo", w.shape.name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := w.db.Begin()
-	switch op := r.IntN(3); {
-	case op == 0 || len(rows) == 0:
-		row := w.shape.row(r)
-		k := collationKey(t, w.db, w.shape, keyOf(t, w.db, w.shape, row))
-		if w.keys[k] {
-			tx.Rollback()
-			return
-		}
-		w.keys[k] = true
-		err = tx.Insert("dbo", w.shape.name, row)
-	case op == 1:
-		old := rows[r.IntN(len(rows))]
-		row := w.shape.row(r)
-		// Keep the key (a non-key update), spelled as stored.
-		info, _ := w.db.Table("dbo", w.shape.name)
-		for _, j := range info.KeyIndexes {
-			row[j] = old[j]
-		}
-		err = tx.Update("dbo", w.shape.name, keyOf(t, w.db, w.shape, old), row)
-	default:
-		old := rows[r.IntN(len(rows))]
-		key := keyOf(t, w.db, w.shape, old)
-		delete(w.keys, collationKey(t, w.db, w.shape, key))
-		err = tx.Delete("dbo", w.shape.name, key)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
-}
+// shapes are the table layouts of the random cases, at datetime2(7)'s
+// full precision.
+func shapes() []testworld.Shape { return testworld.Shapes(testworld.Tick) }
 
 // stream appends the changes after res.LSN up to the current max LSN, as a
 // stream started from Bootstrap's LSN would, in one batch.
-func stream(t testing.TB, ctx context.Context, w *world, dst *fake.MemSink, from lsn.LSN, batch int64) {
-	to, err := w.db.MaxLSN(ctx)
+func stream(t testing.TB, ctx context.Context, w *testworld.World, dst *fake.MemSink, from lsn.LSN, batch int64) {
+	to, err := w.DB.MaxLSN(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rr, err := snapshot.Changes(ctx, w.db, w.ci, from, to, batch)
+	rr, err := snapshot.Changes(ctx, w.DB, w.CI, from, to, batch)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rr.Release()
-	if _, err := dst.AppendChanges(ctx, w.ci, batch, rr); err != nil {
+	if _, err := dst.AppendChanges(ctx, w.CI, batch, rr); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func sinkImage(t testing.TB, ctx context.Context, w *world, dst *fake.MemSink) *snapshot.Image {
-	ci, err := w.db.CaptureInstance(ctx, w.ci)
+func sinkImage(t testing.TB, ctx context.Context, w *testworld.World, dst *fake.MemSink) *snapshot.Image {
+	ci, err := w.DB.CaptureInstance(ctx, w.CI)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +69,7 @@ func sinkImage(t testing.TB, ctx context.Context, w *world, dst *fake.MemSink) *
 // exactly once, each range reads exactly its rows, and keyset planning
 // examines at most one key per row plus one per seek.
 func TestTakeEveryRowOnce(t *testing.T) {
-	r := rand.New(rand.NewPCG(seed(t), 1))
+	r := rand.New(rand.NewPCG(testworld.Seed(t, *seedFlag), 1))
 	ctx := context.Background()
 	for c := range *casesFlag {
 		sh := shapes()[r.IntN(len(shapes()))]
@@ -276,56 +77,48 @@ func TestTakeEveryRowOnce(t *testing.T) {
 		if r.IntN(10) == 0 {
 			rows = r.IntN(3)
 		}
-		w := newWorld(t, r, sh, rows)
+		w := testworld.New(t, r, sh, rows)
 		if r.IntN(3) == 0 {
-			if err := w.db.SetRowCountSkew("dbo", sh.name, int64(r.IntN(41)-20)); err != nil {
+			if err := w.DB.SetRowCountSkew("dbo", sh.Name, int64(r.IntN(41)-20)); err != nil {
 				t.Fatal(err)
 			}
 		}
 		parts := 1 + r.IntN(12)
 		dst := fake.NewMemSink()
-		w.db.ResetStats()
-		res, err := snapshot.Take(ctx, w.db, dst, snapshot.Options{CaptureInstance: w.ci, Partitions: parts, Parallelism: 1 + r.IntN(4), BatchRows: 1 + r.IntN(20)})
+		w.DB.ResetStats()
+		res, err := snapshot.Take(ctx, w.DB, dst, snapshot.Options{CaptureInstance: w.CI, Partitions: parts, Parallelism: 1 + r.IntN(4), BatchRows: 1 + r.IntN(20)})
 		if err != nil {
-			t.Fatalf("case %d (%s, %d rows, %d partitions): %v", c, sh.name, len(w.keys), parts, err)
+			t.Fatalf("case %d (%s, %d rows, %d partitions): %v", c, sh.Name, len(w.Keys), parts, err)
 		}
-		src, err := w.db.Rows("dbo", sh.name)
+		src, err := w.DB.Rows("dbo", sh.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if res.Rows != int64(len(src)) {
-			t.Fatalf("case %d (%s, %d partitions): snapshot has %d rows, source %d", c, sh.name, parts, res.Rows, len(src))
+			t.Fatalf("case %d (%s, %d partitions): snapshot has %d rows, source %d", c, sh.Name, parts, res.Rows, len(src))
 		}
-		want, err := snapshot.SourceImage(ctx, w.db, mustCI(t, w))
+		want, err := snapshot.SourceImage(ctx, w.DB, w.Instance(t))
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := sinkImage(t, ctx, w, dst)
 		if d := want.Diff(got, 5); len(d) > 0 || got.Len() != len(src) {
-			t.Fatalf("case %d (%s, %d partitions): snapshot differs from the source:\n%s", c, sh.name, parts, strings.Join(d, "\n"))
+			t.Fatalf("case %d (%s, %d partitions): snapshot differs from the source:\n%s", c, sh.Name, parts, strings.Join(d, "\n"))
 		}
-		st, _ := w.db.Stats("dbo", sh.name)
+		st, _ := w.DB.Stats("dbo", sh.Name)
 		// SourceImage read the table once more, whole: rows examined by
 		// the snapshot are the rest.
 		if examined := st.RowsExamined - int64(len(src)); examined != int64(len(src)) {
-			t.Fatalf("case %d (%s, %d partitions): the ranges examined %d rows for %d", c, sh.name, parts, examined, len(src))
+			t.Fatalf("case %d (%s, %d partitions): the ranges examined %d rows for %d", c, sh.Name, parts, examined, len(src))
 		}
 		// Each seek reads its range's keys, the next bound, and the first key
 		// of each later piece its merge opens (at most one per key column
 		// after the first): never a whole-key pass.
-		if limit := int64(len(src)) + st.Seeks*int64(len(sh.key)); st.KeysExamined > limit {
-			t.Fatalf("case %d (%s): keyset planning examined %d keys for %d rows and %d seeks (limit %d)", c, sh.name, st.KeysExamined, len(src), st.Seeks, limit)
+		if limit := int64(len(src)) + st.Seeks*int64(len(sh.Key)); st.KeysExamined > limit {
+			t.Fatalf("case %d (%s): keyset planning examined %d keys for %d rows and %d seeks (limit %d)", c, sh.Name, st.KeysExamined, len(src), st.Seeks, limit)
 		}
 		dst.Close()
 	}
-}
-
-func mustCI(t testing.TB, w *world) *source.CaptureInstance {
-	ci, err := w.db.CaptureInstance(context.Background(), w.ci)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ci
 }
 
 // TestBootstrapConverges: with random changes committed while the
@@ -333,19 +126,19 @@ func mustCI(t testing.TB, w *world) *source.CaptureInstance {
 // stream's changes from Bootstrap's LSN, merged by latest image, equal the
 // source table.
 func TestBootstrapConverges(t *testing.T) {
-	r := rand.New(rand.NewPCG(seed(t), 2))
+	r := rand.New(rand.NewPCG(testworld.Seed(t, *seedFlag), 2))
 	ctx := context.Background()
 	for c := range *casesFlag {
 		sh := shapes()[r.IntN(len(shapes()))]
-		w := newWorld(t, r, sh, r.IntN(150))
+		w := testworld.New(t, r, sh, r.IntN(150))
 		hr := rand.New(rand.NewPCG(r.Uint64(), 3))
 		rate := r.IntN(4)
 		var mu sync.Mutex // partitions read in parallel: one change at a time
-		w.db.SetPageHook(func(ctx context.Context, p fake.Page) error {
+		w.DB.SetPageHook(func(ctx context.Context, p fake.Page) error {
 			mu.Lock()
 			defer mu.Unlock()
 			for range hr.IntN(rate + 1) {
-				w.change(t, hr)
+				w.Change(t, hr)
 			}
 			return nil
 		})
@@ -354,26 +147,26 @@ func TestBootstrapConverges(t *testing.T) {
 		if r.IntN(4) == 0 {
 			iso = source.Snapshot
 		}
-		from, res, err := snapshot.Bootstrap(ctx, w.db, dst, snapshot.Options{
-			CaptureInstance: w.ci, Partitions: 1 + r.IntN(10), Parallelism: 1 + r.IntN(3), BatchRows: 1 + r.IntN(15), Isolation: iso,
+		from, res, err := snapshot.Bootstrap(ctx, w.DB, dst, snapshot.Options{
+			CaptureInstance: w.CI, Partitions: 1 + r.IntN(10), Parallelism: 1 + r.IntN(3), BatchRows: 1 + r.IntN(15), Isolation: iso,
 		})
-		w.db.SetPageHook(nil)
+		w.DB.SetPageHook(nil)
 		if err != nil {
-			t.Fatalf("case %d (%s): %v", c, sh.name, err)
+			t.Fatalf("case %d (%s): %v", c, sh.Name, err)
 		}
 		if next, _ := res.LSN.Next(); next != from {
 			t.Fatalf("case %d: stream starts at %s, want the LSN after %s", c, from, res.LSN)
 		}
 		for range r.IntN(10) {
-			w.change(t, r)
+			w.Change(t, r)
 		}
 		stream(t, ctx, w, dst, from, 1)
-		want, err := snapshot.SourceImage(ctx, w.db, mustCI(t, w))
+		want, err := snapshot.SourceImage(ctx, w.DB, w.Instance(t))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if d := want.Diff(sinkImage(t, ctx, w, dst), 5); len(d) > 0 {
-			t.Fatalf("case %d (%s, %s): latest image differs from the source:\n%s", c, sh.name, iso, strings.Join(d, "\n"))
+			t.Fatalf("case %d (%s, %s): latest image differs from the source:\n%s", c, sh.Name, iso, strings.Join(d, "\n"))
 		}
 		dst.Close()
 	}

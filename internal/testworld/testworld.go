@@ -1,0 +1,307 @@
+// Package testworld builds the random cases of the randomized tests: a
+// table layout with a random-row generator (Shape), a fake database with
+// that table captured by CDC and loaded with rows of distinct keys
+// (World), and random inserts, updates and deletes committed to it
+// (World.Change).
+//
+// A test draws everything from one *rand.Rand seeded by Seed, so a failing
+// case reruns from the seed it logged.
+package testworld
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cdcsnap/cdcsnap/fake"
+	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/lsn"
+	"github.com/cdcsnap/cdcsnap/source"
+)
+
+// Tick is the precision of datetime2(7): Shapes(Tick) keeps every digit
+// SQL Server holds.
+const Tick = 100 * time.Nanosecond
+
+// Seed returns the seed of a randomized test: flagSeed (the value of the
+// test binary's -seed flag) when it is not 0, else $CDCSNAP_SEED, else
+// the clock. It logs the seed and how to rerun with it.
+func Seed(t testing.TB, flagSeed uint64) uint64 {
+	t.Helper()
+	s := flagSeed
+	if v := os.Getenv("CDCSNAP_SEED"); s == 0 && v != "" {
+		fmt.Sscan(v, &s)
+	}
+	if s == 0 {
+		s = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -seed=%d or CDCSNAP_SEED=%d)", s, s, s)
+	return s
+}
+
+// Shape is a random table layout: its columns, its key and a row
+// generator.
+type Shape struct {
+	// Name names the table (schema dbo).
+	Name string
+	// Columns are the table's columns in ordinal order.
+	Columns []fake.ColumnDef
+	// Key names the primary key columns in index order.
+	Key []string
+	// Row returns a random row; its key may repeat.
+	Row func(r *rand.Rand) fake.Row
+}
+
+// Word returns a random string of 1 to maxLen bytes of alphabet, one time
+// in four with one or two trailing spaces (equal under SQL Server's
+// padding).
+func Word(r *rand.Rand, alphabet string, maxLen int) string {
+	b := make([]byte, 1+r.IntN(maxLen))
+	for i := range b {
+		b[i] = alphabet[r.IntN(len(alphabet))]
+	}
+	s := string(b)
+	if r.IntN(4) == 0 {
+		s += strings.Repeat(" ", 1+r.IntN(2))
+	}
+	return s
+}
+
+// Shapes returns the standard layouts, with small key spaces so that
+// random keys collide: a sparse and skewed bigint key; a composite
+// case-insensitive varchar + int key; a case-insensitive string key; and
+// a binary-collation nvarchar + date + smallint key. Their datetime2
+// values are truncated to precision: Tick keeps all of them,
+// time.Microsecond only what a Delta timestamp holds.
+func Shapes(precision time.Duration) []Shape {
+	dec := func(r *rand.Rand) any {
+		if r.IntN(5) == 0 {
+			return nil
+		}
+		return keyrange.Decimal(fmt.Sprintf("%d.%04d", r.IntN(20000)-10000, r.IntN(10000)))
+	}
+	return []Shape{
+		{
+			Name: "bigint",
+			Columns: []fake.ColumnDef{
+				{Name: "id", Type: "bigint"}, {Name: "name", Type: "nvarchar(40)", Nullable: true},
+				{Name: "amount", Type: "decimal(18,4)", Nullable: true}, {Name: "at", Type: "datetime2(7)", Nullable: true},
+			},
+			Key: []string{"id"},
+			Row: func(r *rand.Rand) fake.Row {
+				var at any
+				if r.IntN(3) > 0 {
+					at = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.Int64N(1e15)) * Tick).Truncate(precision)
+				}
+				// Sparse and skewed keys, negative ones too.
+				id := r.Int64N(1000) - 100
+				if r.IntN(10) == 0 {
+					id = r.Int64N(1 << 40)
+				}
+				return fake.Row{id, Word(r, "abcXYZ", 8), dec(r), at}
+			},
+		},
+		{
+			Name: "company-id",
+			Columns: []fake.ColumnDef{
+				{Name: "company", Type: "varchar(10)", Collation: "Latin1_General_CI_AS"}, {Name: "id", Type: "int"},
+				{Name: "val", Type: "nvarchar(20)", Nullable: true},
+			},
+			Key: []string{"company", "id"},
+			Row: func(r *rand.Rand) fake.Row {
+				companies := []string{"acme", "ACME", "Beta", "gamma", "Gamma ", "delta"}
+				return fake.Row{companies[r.IntN(1+r.IntN(len(companies)))], int64(r.IntN(200)), Word(r, "xyz", 5)}
+			},
+		},
+		{
+			Name: "ci-string",
+			Columns: []fake.ColumnDef{
+				{Name: "code", Type: "varchar(12)", Collation: "SQL_Latin1_General_CP1_CI_AS"}, {Name: "n", Type: "int", Nullable: true},
+			},
+			Key: []string{"code"},
+			Row: func(r *rand.Rand) fake.Row { return fake.Row{Word(r, "nNaAbB", 4), int64(r.IntN(10))} },
+		},
+		{
+			Name: "binary-collation-3col",
+			Columns: []fake.ColumnDef{
+				{Name: "k", Type: "nvarchar(8)", Collation: "Latin1_General_BIN2"}, {Name: "d", Type: "date"},
+				{Name: "s", Type: "smallint"}, {Name: "flag", Type: "bit", Nullable: true},
+			},
+			Key: []string{"k", "d", "s"},
+			Row: func(r *rand.Rand) fake.Row {
+				d := time.Date(2026, 1, 1+r.IntN(3), 0, 0, 0, 0, time.UTC)
+				return fake.Row{Word(r, "aAb", 2), d, int64(r.IntN(4)), r.IntN(2) == 0}
+			},
+		},
+	}
+}
+
+// World is one random case: a fake database with one table of a Shape,
+// captured by CDC.
+type World struct {
+	// DB is the fake database.
+	DB *fake.DB
+	// Shape is the table's layout.
+	Shape Shape
+	// Info describes the table as the fake created it.
+	Info fake.TableInfo
+	// CI is the capture instance: dbo_ and the shape's name with _ for -.
+	CI string
+	// Keys holds the collation keys of the live rows, as New and Change
+	// leave them; a test that writes rows itself keeps it up to date.
+	Keys map[string]bool
+
+	mu *sync.Mutex // one Change at a time, shared with the worlds of With
+}
+
+// New creates a fake database with sh's table, enables CDC on it and
+// loads up to rows random rows of distinct keys (fewer when 20*rows draws
+// do not find that many: the key space is small).
+func New(t testing.TB, r *rand.Rand, sh Shape, rows int) *World {
+	t.Helper()
+	db := fake.New(fake.Options{})
+	if err := db.CreateTable(fake.TableDef{Schema: "dbo", Name: sh.Name, Columns: sh.Columns, Key: sh.Key}); err != nil {
+		t.Fatal(err)
+	}
+	info, err := db.Table("dbo", sh.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &World{DB: db, Shape: sh, Info: info, CI: "dbo_" + strings.ReplaceAll(sh.Name, "-", "_"), Keys: map[string]bool{}, mu: &sync.Mutex{}}
+	if _, err := db.EnableCDC("dbo", sh.Name, w.CI); err != nil {
+		t.Fatal(err)
+	}
+	var batch []fake.Row
+	for tries := 0; len(batch) < rows && tries < rows*20; tries++ {
+		row := sh.Row(r)
+		k := w.CollationKey(t, w.KeyOf(row))
+		if w.Keys[k] {
+			continue
+		}
+		w.Keys[k] = true
+		batch = append(batch, row)
+	}
+	if len(batch) > 0 {
+		if _, err := db.Load("dbo", sh.Name, batch...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w
+}
+
+// With returns w seen through another capture instance of its table: the
+// same database, keys and Change lock.
+func (w *World) With(ci string) *World {
+	v := *w
+	v.CI = ci
+	return &v
+}
+
+// KeyOf returns row's key values in key order.
+func (w *World) KeyOf(row fake.Row) []any {
+	k := make([]any, len(w.Info.KeyIndexes))
+	for i, j := range w.Info.KeyIndexes {
+		k[i] = row[j]
+	}
+	return k
+}
+
+// CollationKey returns a string equal for keys the table's collations make
+// equal, and only for them.
+func (w *World) CollationKey(t testing.TB, key []any) string {
+	t.Helper()
+	k, err := w.collationKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func (w *World) collationKey(key []any) (string, error) {
+	var b strings.Builder
+	for i, c := range w.Info.KeyColumns {
+		s, err := keyrange.CollationKey(c, key[i])
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(s + "\x00")
+	}
+	return b.String(), nil
+}
+
+// Change commits one random insert (skipped when its key is live), update
+// of a live row's other columns, or delete of a live row. It is safe to
+// call from other goroutines (a page hook's): it reports a failure with
+// t.Error.
+func (w *World) Change(t testing.TB, r *rand.Rand) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.change(r); err != nil {
+		t.Error(err)
+	}
+}
+
+func (w *World) change(r *rand.Rand) error {
+	rows, err := w.DB.Rows("dbo", w.Shape.Name)
+	if err != nil {
+		return err
+	}
+	tx := w.DB.Begin()
+	switch op := r.IntN(3); {
+	case op == 0 || len(rows) == 0:
+		row := w.Shape.Row(r)
+		k, kerr := w.collationKey(w.KeyOf(row))
+		if kerr != nil || w.Keys[k] {
+			tx.Rollback()
+			return kerr
+		}
+		w.Keys[k] = true
+		err = tx.Insert("dbo", w.Shape.Name, row)
+	case op == 1:
+		old := rows[r.IntN(len(rows))]
+		row := w.Shape.Row(r)
+		// Keep the key (a non-key update), spelled as stored.
+		for _, j := range w.Info.KeyIndexes {
+			row[j] = old[j]
+		}
+		err = tx.Update("dbo", w.Shape.Name, w.KeyOf(old), row)
+	default:
+		key := w.KeyOf(rows[r.IntN(len(rows))])
+		var k string
+		if k, err = w.collationKey(key); err == nil {
+			delete(w.Keys, k)
+			err = tx.Delete("dbo", w.Shape.Name, key)
+		}
+	}
+	if err != nil {
+		tx.Rollback()
+		return err
+	}
+	_, err = tx.Commit()
+	return err
+}
+
+// Instance returns w's capture instance as the database describes it.
+func (w *World) Instance(t testing.TB) *source.CaptureInstance {
+	t.Helper()
+	ci, err := w.DB.CaptureInstance(context.Background(), w.CI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ci
+}
+
+// MaxLSN returns the database's max LSN.
+func (w *World) MaxLSN(t testing.TB) lsn.LSN {
+	t.Helper()
+	l, err := w.DB.MaxLSN(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
