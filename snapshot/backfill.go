@@ -67,6 +67,10 @@ type BackfillOptions struct {
 	// default.
 	BatchRows int
 
+	// ReadAhead is as in Options: batches each chunk reads ahead of its
+	// writer; zero means 2, negative reads in step.
+	ReadAhead int
+
 	// Resnapshot opens a new chunked snapshot even when the sink holds one
 	// of the instance, open or complete (recovery after
 	// source.ErrDataLoss). Pass it once: a later call with it set opens yet
@@ -126,9 +130,10 @@ type BackfillPlan struct {
 	EstimatedRows int64 `json:"estimated_rows"`
 	// WaveChunks is the chunks per wave.
 	WaveChunks int `json:"wave_chunks"`
-	// Isolation and BatchRows are the read options.
+	// Isolation, BatchRows and ReadAhead are the read options.
 	Isolation source.Isolation `json:"isolation"`
 	BatchRows int              `json:"batch_rows,omitempty"`
+	ReadAhead int              `json:"read_ahead,omitempty"`
 }
 
 // Info returns what a sink needs to know of the chunked snapshot's writes:
@@ -193,6 +198,9 @@ func (o BackfillOptions) withDefaults() (BackfillOptions, error) {
 	}
 	if o.Isolation != source.ReadCommitted && o.Isolation != source.Snapshot {
 		return o, fmt.Errorf("%w: unknown isolation level %d", ErrInvalidOptions, o.Isolation)
+	}
+	if err := checkReadAhead(o.ReadAhead); err != nil {
+		return o, fmt.Errorf("%w: %v", ErrInvalidOptions, err)
 	}
 	if o.Chunks == 0 {
 		o.Chunks = defaultChunks
@@ -392,6 +400,7 @@ func NewBackfillPlan(ctx context.Context, src source.Source, opts BackfillOption
 		WaveChunks:      opts.WaveChunks,
 		Isolation:       opts.Isolation,
 		BatchRows:       opts.BatchRows,
+		ReadAhead:       opts.ReadAhead,
 	}
 	if err := planChunks(ctx, src, ci, plan, opts); err != nil {
 		return nil, fmt.Errorf("backfill %q: planning chunks: %w", opts.CaptureInstance, err)
@@ -545,6 +554,11 @@ func ExecuteChunk(ctx context.Context, src source.Source, dst sink.Sink, plan *B
 	if err == nil {
 		err = validateRanges(plan.Ranges, key)
 	}
+	if err == nil {
+		if err = checkReadAhead(plan.ReadAhead); err != nil {
+			err = fmt.Errorf("%w: %v", ErrInvalidPlan, err)
+		}
+	}
 	if err != nil {
 		return sink.Part{}, fmt.Errorf("backfill %q: %w", plan.CaptureInstance, err)
 	}
@@ -559,7 +573,7 @@ func ExecuteChunk(ctx context.Context, src source.Source, dst sink.Sink, plan *B
 		return sink.Part{}, fmt.Errorf("backfill %q: %w", plan.CaptureInstance, err)
 	}
 	r := plan.Ranges[i]
-	rr, err := src.ReadRange(ctx, &plan.Instance, r, source.ReadOptions{Isolation: plan.Isolation, BatchRows: plan.BatchRows})
+	rr, err := readRange(ctx, src, &plan.Instance, r, source.ReadOptions{Isolation: plan.Isolation, BatchRows: plan.BatchRows}, plan.ReadAhead)
 	if err != nil {
 		return sink.Part{}, fmt.Errorf("backfill %q: reading chunk %d (%s): %w", plan.CaptureInstance, i, r, err)
 	}

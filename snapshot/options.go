@@ -37,6 +37,13 @@ type Options struct {
 	// default.
 	BatchRows int
 
+	// ReadAhead is how many record batches each partition reads ahead of
+	// its writer, on a goroutine of its own, so the source's read overlaps
+	// with Parquet encoding. Zero means 2; a negative value reads in step
+	// with the writer; above 1024 is refused. Each batch ahead is memory
+	// held per partition in flight.
+	ReadAhead int
+
 	// Resnapshot takes a new snapshot even when the sink already holds one
 	// of the capture instance (recovery after source.ErrDataLoss).
 	Resnapshot bool
@@ -79,6 +86,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Isolation != source.ReadCommitted && o.Isolation != source.Snapshot {
 		return o, fmt.Errorf("%w: unknown isolation level %d", ErrInvalidOptions, o.Isolation)
+	}
+	if err := checkReadAhead(o.ReadAhead); err != nil {
+		return o, fmt.Errorf("%w: %v", ErrInvalidOptions, err)
 	}
 	if o.Partitions == 0 {
 		o.Partitions = defaultPartitions

@@ -82,9 +82,10 @@ type Plan struct {
 	// Replaces is the LSN of the snapshot a resnapshot replaces (zero when
 	// the sink held none when the plan was made); see sink.Info.Replaces.
 	Replaces lsn.LSN `json:"replaces"`
-	// Isolation and BatchRows are the read options.
+	// Isolation, BatchRows and ReadAhead are the read options.
 	Isolation source.Isolation `json:"isolation"`
 	BatchRows int              `json:"batch_rows,omitempty"`
+	ReadAhead int              `json:"read_ahead,omitempty"`
 }
 
 // Take takes a whole snapshot of opts.CaptureInstance from src into dst,
@@ -158,6 +159,7 @@ func NewPlan(ctx context.Context, src source.Source, opts Options) (*Plan, error
 		CommitTS:        o.commitTS,
 		Isolation:       opts.Isolation,
 		BatchRows:       opts.BatchRows,
+		ReadAhead:       opts.ReadAhead,
 		EstimatedRows:   o.estimatedRows,
 	}
 	if err := planRanges(ctx, src, ci, plan, opts); err != nil {
@@ -298,6 +300,9 @@ var ErrInvalidPlan = errors.New("invalid snapshot plan")
 // upper bound the next range's lower bound, bounds strictly increasing.
 func (p *Plan) Validate() error {
 	key, err := p.Instance.KeyColumns()
+	if err == nil {
+		err = checkReadAhead(p.ReadAhead)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidPlan, err)
 	}
@@ -353,7 +358,7 @@ func Execute(ctx context.Context, src source.Source, dst sink.Sink, plan *Plan, 
 	if err != nil {
 		return sink.Part{}, fmt.Errorf("snapshot %q: %w", plan.CaptureInstance, err)
 	}
-	rr, err := src.ReadRange(ctx, &plan.Instance, plan.Ranges[i], source.ReadOptions{Isolation: plan.Isolation, BatchRows: plan.BatchRows})
+	rr, err := readRange(ctx, src, &plan.Instance, plan.Ranges[i], source.ReadOptions{Isolation: plan.Isolation, BatchRows: plan.BatchRows}, plan.ReadAhead)
 	if err != nil {
 		return sink.Part{}, fmt.Errorf("snapshot %q: reading partition %d (%s): %w", plan.CaptureInstance, i, plan.Ranges[i], err)
 	}
