@@ -12,6 +12,12 @@ import (
 	"github.com/cdcsnap/cdcsnap/sink"
 )
 
+// RowGroupBytes is the compressed size at which a writer closes its
+// buffered row group. It bounds each writer's memory: internal/bench
+// measured peak RSS 232 MiB (1M rows) and 250 MiB (10M rows) at 8 MiB with
+// two writers, against 386 and 638 MiB at 64 MiB, for the same speed.
+const RowGroupBytes = 8 << 20
+
 // ForBronze returns Snappy-compressed properties with row groups of at
 // most rowGroupRows rows, dictionary encoding off by default and on for
 // the bronze columns with few distinct values and for columns whose first
@@ -25,16 +31,16 @@ func ForBronze(rec arrow.RecordBatch, rowGroupRows int, createdBy string) *parqu
 		parquet.WithCreatedBy(createdBy),
 	}
 	for i, f := range rec.Schema().Fields() {
-		if alwaysDictionary(f.Name) || lowCardinality(rec.Column(i)) {
+		if AlwaysDictionary(f.Name) || lowCardinality(rec.Column(i)) {
 			opts = append(opts, parquet.WithDictionaryFor(f.Name, true))
 		}
 	}
 	return parquet.NewWriterProperties(opts...)
 }
 
-// alwaysDictionary reports the bronze columns with few distinct values
-// per file.
-func alwaysDictionary(name string) bool {
+// AlwaysDictionary reports the bronze columns with few distinct values
+// per file: they are dictionary-encoded whatever their first batch holds.
+func AlwaysDictionary(name string) bool {
 	switch name {
 	case sink.ColCaptureInstance, sink.ColOperation, sink.ColStartLSN, sink.ColSeqval,
 		sink.ColSnapshot, sink.ColChunk, sink.ColCommandID, sink.ColBatchID:

@@ -113,3 +113,39 @@ func BenchmarkWrite1M(b *testing.B) {
 }
 
 func decimalOf(id int64) decimal128.Num { return decimal128.FromI64(id*10000 + 1234) }
+
+// BenchmarkConstantColumns writes 1M prebuilt snapshot rows in one
+// partition with and without the constant-column path (constColumns);
+// -count interleaves the two.
+func BenchmarkConstantColumns(b *testing.B) {
+	schema, recs := benchRecords(b, 1<<20)
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	for _, constant := range []bool{false, true} {
+		b.Run(fmt.Sprintf("constant=%v", constant), func(b *testing.B) {
+			ctx := context.Background()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				tb, err := Open(ctx, b.TempDir(), Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				rr, err := array.NewRecordReader(schema, recs)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if _, _, err := tb.writeRecords(ctx, schema, 0, rr, constant); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				rr.Release()
+				tb.Close()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(1<<20), "ns/row")
+		})
+	}
+}

@@ -153,7 +153,7 @@ func (t *Table) WritePartition(ctx context.Context, info sink.Info, partition in
 	if err := t.checkSchema(s, schema); err != nil {
 		return sink.Part{}, err
 	}
-	adds, rows, err := t.writeRecords(ctx, schema, partition, rr)
+	adds, rows, err := t.writeRecords(ctx, schema, partition, rr, true)
 	if err != nil {
 		return sink.Part{}, fmt.Errorf("delta: partition %d: %w", partition, err)
 	}
@@ -318,7 +318,7 @@ func (t *Table) AppendChanges(ctx context.Context, captureInstance string, batch
 	if _, err := schemaFromArrow(schema); err != nil {
 		return 0, err
 	}
-	adds, rows, err := t.writeRecords(ctx, schema, 0, rr)
+	adds, rows, err := t.writeRecords(ctx, schema, 0, rr, false)
 	if err != nil {
 		return 0, fmt.Errorf("delta: appending changes of %q: %w", captureInstance, err)
 	}

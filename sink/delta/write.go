@@ -245,6 +245,8 @@ type fileSet struct {
 	schema    *arrow.Schema
 	partition int
 	props     *parquet.WriterProperties
+	constant  bool          // try the constant-column path (writeRecords)
+	consts    *constColumns // nil: batches are written as they come
 	cur       *dataFile
 	done      []AddFile
 	seq       int
@@ -275,7 +277,11 @@ func (s *fileSet) open(ctx context.Context) error {
 		return fmt.Errorf("delta: creating data file %s: %w", name, err)
 	}
 	cw := &countingWriter{w: bw}
-	fw, err := pqarrow.NewFileWriter(s.schema, cw, s.props, pqarrow.DefaultWriterProps())
+	fileSchema := s.schema
+	if s.consts != nil {
+		fileSchema = s.consts.schema
+	}
+	fw, err := pqarrow.NewFileWriter(fileSchema, cw, s.props, pqarrow.DefaultWriterProps())
 	if err != nil {
 		cancel()
 		_ = bw.Close()
@@ -291,6 +297,9 @@ func (s *fileSet) write(ctx context.Context, rec arrow.RecordBatch) error {
 	}
 	if s.props == nil {
 		s.props = s.t.writerProps(rec)
+		if s.constant {
+			s.consts = newConstColumns(s.schema, rec)
+		}
 	}
 	if s.cur == nil {
 		if err := s.open(ctx); err != nil {
@@ -298,14 +307,20 @@ func (s *fileSet) write(ctx context.Context, rec arrow.RecordBatch) error {
 		}
 	}
 	f := s.cur
-	if err := f.fw.WriteBuffered(rec); err != nil {
+	wrec := rec
+	if s.consts != nil {
+		var err error
+		if wrec, err = s.consts.convert(rec); err != nil {
+			return fmt.Errorf("delta: writing %s: %w", f.name, err)
+		}
+		defer wrec.Release()
+	}
+	if err := f.fw.WriteBuffered(wrec); err != nil {
 		return fmt.Errorf("delta: writing %s: %w", f.name, err)
 	}
-	for i := range f.stats {
-		f.stats[i].update(rec.Column(i))
-	}
+	s.consts.updateStats(f.stats, rec)
 	f.rows += rec.NumRows()
-	if f.fw.RowGroupTotalCompressedBytes() >= rowGroupBytes {
+	if f.fw.RowGroupTotalCompressedBytes() >= parquetprops.RowGroupBytes {
 		f.fw.NewBufferedRowGroup()
 	}
 	if f.fw.TotalCompressedBytes() >= s.t.opts.targetFileSize() {
@@ -313,12 +328,6 @@ func (s *fileSet) write(ctx context.Context, rec arrow.RecordBatch) error {
 	}
 	return nil
 }
-
-// rowGroupBytes bounds a buffered row group's compressed size, and so each
-// writer's memory: internal/bench measured peak RSS 232 MiB (1M rows) and
-// 250 MiB (10M rows) at 8 MiB with two writers, against 386 and 638 MiB at
-// 64 MiB, for the same speed.
-const rowGroupBytes = 8 << 20
 
 // finish closes the current file and records its add action.
 func (s *fileSet) finish() error {
@@ -376,9 +385,14 @@ func (s *fileSet) abort(ctx context.Context) {
 
 // writeRecords writes every record of rr (which must all be in schema)
 // into new data files and returns their add actions. On error nothing it
-// wrote stays referenced (and it tries to delete what it wrote).
-func (t *Table) writeRecords(ctx context.Context, schema *arrow.Schema, partition int, rr array.RecordReader) ([]AddFile, int64, error) {
-	s := &fileSet{t: t, schema: schema, partition: partition}
+// wrote stays referenced (and it tries to delete what it wrote). constant
+// says the bronze metadata holds one value per call (a snapshot partition
+// or chunk), so the constant-column path pays (see constColumns); change
+// rows vary, and a value changing mid-file would make pqarrow drop the
+// dictionary for the rest of the row group.
+func (t *Table) writeRecords(ctx context.Context, schema *arrow.Schema, partition int, rr array.RecordReader, constant bool) ([]AddFile, int64, error) {
+	s := &fileSet{t: t, schema: schema, partition: partition, constant: constant}
+	defer func() { s.consts.release() }()
 	var rows int64
 	fail := func(err error) ([]AddFile, int64, error) {
 		s.abort(ctx)
