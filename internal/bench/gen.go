@@ -238,9 +238,6 @@ func (g *Gen) ReadRange(ctx context.Context, _ *source.CaptureInstance, r keyran
 	gr := &genReader{ctx: ctx, g: g, next: lo, end: hi, batch: batch, rb: array.NewRecordBuilder(memory.DefaultAllocator, g.schema)}
 	gr.refs.Store(1)
 	gr.bind()
-	if tune.Prefetch > 0 {
-		return newPrefetchReader(gr, tune.Prefetch), nil
-	}
 	return gr, nil
 }
 

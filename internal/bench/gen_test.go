@@ -246,21 +246,3 @@ func TestPlanningCounts(t *testing.T) {
 		t.Fatalf("planning: %+v", pcs)
 	}
 }
-
-// TestPrefetch reads through the -prefetch experiment's reader, to the end
-// and abandoned midway.
-func TestPrefetch(t *testing.T) {
-	tune.Prefetch = 2
-	defer func() { tune.Prefetch = 0 }()
-	g := NewGen(5000, 0)
-	if got := readAll(t, g, keyrange.Range{}, 100); len(got) != 5000 {
-		t.Fatalf("read %d rows", len(got))
-	}
-	ci, _ := g.CaptureInstance(context.Background(), genCI)
-	rr, err := g.ReadRange(context.Background(), ci, keyrange.Range{}, source.ReadOptions{BatchRows: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rr.Next()
-	rr.Release()
-}

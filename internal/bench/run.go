@@ -22,6 +22,7 @@ import (
 	"github.com/cdcsnap/cdcsnap/internal/parquetprops"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
+	"github.com/cdcsnap/cdcsnap/sink/delta/fastsnappy"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 )
 
@@ -126,12 +127,12 @@ func materialize(ctx context.Context, g *Gen, path string) (measure, error) {
 	return measure{Rows: res.Rows, Seconds: time.Since(start).Seconds(), OutBytes: st.Size()}, nil
 }
 
-// tuning holds the experiment settings (flags -fast-snappy, -prefetch,
-// -row-group-rows, -parallelism); the zero value measures the library as
-// it is. Memory children get it through the environment.
+// tuning holds the settings under test (flags -fast-snappy, -read-ahead,
+// -row-group-rows, -parallelism); the zero value measures the library with
+// its defaults. Memory children get it through the environment.
 type tuning struct {
 	FastSnappy   bool `json:"fast_snappy,omitempty"`
-	Prefetch     int  `json:"prefetch,omitempty"`
+	ReadAhead    int  `json:"read_ahead,omitempty"`
 	RowGroupRows int  `json:"row_group_rows,omitempty"`
 	Parallelism  int  `json:"parallelism,omitempty"`
 }
@@ -144,7 +145,7 @@ const tuningEnv = "CDCSNAP_BENCH_TUNING"
 func (t tuning) apply() error {
 	tune = t
 	if t.FastSnappy {
-		return registerFastSnappy()
+		return fastsnappy.Register()
 	}
 	return nil
 }
@@ -165,7 +166,7 @@ func runPipeline(ctx context.Context, g *Gen, partitions int, dir string) (measu
 	}
 	defer tb.Close()
 	start := time.Now()
-	res, err := snapshot.Take(ctx, g, tb, snapshot.Options{CaptureInstance: genCI, Partitions: partitions, Parallelism: tune.Parallelism})
+	res, err := snapshot.Take(ctx, g, tb, snapshot.Options{CaptureInstance: genCI, Partitions: partitions, Parallelism: tune.Parallelism, ReadAhead: tune.ReadAhead})
 	if err != nil {
 		return measure{}, err
 	}
@@ -184,7 +185,7 @@ func runPipeline(ctx context.Context, g *Gen, partitions int, dir string) (measu
 // runGenOnly takes a snapshot of g into discardSink: source + stamping.
 func runGenOnly(ctx context.Context, g *Gen, partitions int) (measure, error) {
 	start := time.Now()
-	res, err := snapshot.Take(ctx, g, discardSink{}, snapshot.Options{CaptureInstance: genCI, Partitions: partitions})
+	res, err := snapshot.Take(ctx, g, discardSink{}, snapshot.Options{CaptureInstance: genCI, Partitions: partitions, ReadAhead: tune.ReadAhead})
 	if err != nil {
 		return measure{}, err
 	}
@@ -280,9 +281,6 @@ func limitProps(rec arrow.RecordBatch) *parquet.WriterProperties {
 	return parquetprops.ForBronze(rec, cmp.Or(tune.RowGroupRows, 1<<20), "cdcsnap bench limit")
 }
 
-// limitRowGroupBytes is sink/delta's row-group roll size.
-const limitRowGroupBytes = 64 << 20
-
 // runLimit writes the IPC file's records to Parquet with pqarrow and
 // nothing else, on writers goroutines (one file each, records round robin).
 func runLimit(m *mapped, writers int, dir string) (measure, error) {
@@ -340,7 +338,7 @@ func limitWriter(m *mapped, w, of int, path string) (int64, int64, error) {
 		if err := fw.WriteBuffered(rec); err != nil {
 			return 0, 0, err
 		}
-		if fw.RowGroupTotalCompressedBytes() >= limitRowGroupBytes {
+		if fw.RowGroupTotalCompressedBytes() >= parquetprops.RowGroupBytes {
 			fw.NewBufferedRowGroup()
 		}
 		rows += rec.NumRows()
@@ -434,4 +432,13 @@ func runPeer(ctx context.Context, python, script, ipcPath, dir string) (peerResu
 	r.WallSecond = time.Since(start).Seconds()
 	r.CPU = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 	return r, nil
+}
+
+// cpuNow returns this process's user + system CPU time.
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
