@@ -22,14 +22,14 @@ func report(w io.Writer, r *results) {
 	if len(r.Peer) > 0 {
 		fmt.Fprintln(w, "\ndelta-rs peer (both read the same mmapped IPC file; bigint key)")
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "| rows | delta-rs rows/s | sink/delta 1 writer rows/s | sink/delta 2 writers rows/s | cdcsnap/delta-rs (1 writer) | cdcsnap/delta-rs (2 writers) | CPU µs/row delta-rs / sink 1 / sink 2 | delta-rs MB | sink/delta MB |")
-		fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+		fmt.Fprintln(w, "| rows | delta-rs rows/s | sink/delta 1 writer rows/s | sink/delta 2 writers rows/s | 2 writers + fastsnappy rows/s | cdcsnap/delta-rs (1 writer) | cdcsnap/delta-rs (2 writers) | cdcsnap+fastsnappy/delta-rs (2 writers) | CPU µs/row delta-rs / sink 1 / sink 2 / sink 2 + fastsnappy | MB delta-rs / sink / sink + fastsnappy |")
+		fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 		for _, p := range r.Peer {
 			d := float64(p.DeltaRS.Rows) / p.DeltaRS.Seconds
-			s1, s2 := p.Sink[1].rowsPerSec(), p.Sink[2].rowsPerSec()
-			fmt.Fprintf(w, "| %d | %.0f | %.0f | %.0f | %.2f | **%.2f** | %.2f / %.2f / %.2f | %.0f | %.0f |\n", p.Rows, d, s1, s2, s1/d, s2/d,
-				p.DeltaRS.CPU*1e6/float64(p.DeltaRS.Rows), p.Sink[1].cpuPerRow(), p.Sink[2].cpuPerRow(),
-				float64(p.DeltaRS.Bytes)/1e6, float64(p.Sink[2].OutBytes)/1e6)
+			s1, s2, sf := p.Sink[1].rowsPerSec(), p.Sink[2].rowsPerSec(), p.FastSnappy.rowsPerSec()
+			fmt.Fprintf(w, "| %d | %.0f | %.0f | %.0f | %.0f | %.2f | **%.2f** | **%.2f** | %.2f / %.2f / %.2f / %.2f | %.0f / %.0f / %.0f |\n", p.Rows, d, s1, s2, sf, s1/d, s2/d, sf/d,
+				p.DeltaRS.CPU*1e6/float64(p.DeltaRS.Rows), p.Sink[1].cpuPerRow(), p.Sink[2].cpuPerRow(), p.FastSnappy.cpuPerRow(),
+				float64(p.DeltaRS.Bytes)/1e6, float64(p.Sink[2].OutBytes)/1e6, float64(p.FastSnappy.OutBytes)/1e6)
 		}
 		fmt.Fprintf(w, "\n(deltalake %s, pyarrow %s)\n", r.Peer[0].DeltaRS.Deltalake, r.Peer[0].DeltaRS.Pyarrow)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/cdcsnap/cdcsnap/internal/parquetprops"
@@ -411,6 +412,21 @@ type peerResult struct {
 	Pyarrow    string  `json:"pyarrow"`
 	WallSecond float64 `json:"wall_seconds"`
 	CPU        float64 `json:"cpu_seconds"` // the child's user + system time
+}
+
+// withFastSnappy runs f with sink/delta/fastsnappy registered, then puts
+// arrow-go's Snappy codec back (nothing else writes Parquet meanwhile).
+// Under -fast-snappy it is registered for the whole run already.
+func withFastSnappy(f func() (measure, error)) (measure, error) {
+	orig, err := compress.GetCodec(compress.Codecs.Snappy)
+	if err != nil {
+		return measure{}, err
+	}
+	if err := fastsnappy.Register(); err != nil {
+		return measure{}, err
+	}
+	defer compress.RegisterCodec(compress.Codecs.Snappy, orig)
+	return f()
 }
 
 // runPeer runs delta-rs (peer.py) on the IPC file.

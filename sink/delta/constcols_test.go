@@ -127,44 +127,13 @@ func TestConstantColumns(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				one := &Table{url: tb.url, bucket: tb.bucket, log: tb.log}
-				rr := &tableReader{ctx: ctx, t: one, files: []AddFile{f}, schema: schema, refs: 1}
-				var fileRecs []arrow.RecordBatch
-				for rr.Next() {
-					r := rr.RecordBatch()
-					r.Retain()
-					fileRecs = append(fileRecs, r)
-				}
-				if rr.Err() != nil {
-					t.Fatal(rr.Err())
-				}
-				rr.Release()
-				whole := concat(t, schema, fileRecs)
+				whole := readFile(t, tb, schema, f)
 				checkStats(t, f.Path, whole, st)
 				whole.Release()
 				checkParquetStats(t, filepath.Join(dir, f.Path), sink.ColStartLSN)
 			}
 		})
 	}
-}
-
-func concat(t *testing.T, schema *arrow.Schema, recs []arrow.RecordBatch) arrow.RecordBatch {
-	t.Helper()
-	tbl := array.NewTableFromRecords(schema, recs)
-	defer tbl.Release()
-	for _, r := range recs {
-		r.Release()
-	}
-	cols := make([]arrow.Array, schema.NumFields())
-	for i := range cols {
-		a, err := array.Concatenate(tbl.Column(i).Data().Chunks(), memory.DefaultAllocator)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer a.Release()
-		cols[i] = a
-	}
-	return array.NewRecordBatch(schema, cols, tbl.NumRows())
 }
 
 // checkParquetStats compares each row group's Parquet min/max/null count

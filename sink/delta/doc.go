@@ -14,6 +14,13 @@
 // AppendChanges appends change rows in one commit, idempotently per
 // (capture instance, batch id).
 //
+// A snapshot partition's bronze string constants (capture instance, start
+// LSN, snapshot LSN) reach pqarrow as one-value dictionaries, so they are
+// neither hashed nor compared row by row; the file is the same. Pages are
+// Snappy-compressed by arrow-go's codec, which uses s2's slower "better"
+// mode; importing programs that want speed over 12 % larger files call
+// fastsnappy.Register (package sink/delta/fastsnappy) at startup.
+//
 // Commits are written put-if-absent: the bucket's conditional write on
 // S3, GCS and Azure, and a hard link of a finished temporary file on a
 // local folder (atomic across processes; gocloud's fileblob checks only

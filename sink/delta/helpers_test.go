@@ -232,3 +232,41 @@ func sharedTable(t *testing.T, name string) string {
 	}
 	return p
 }
+
+// readFile reads data file f of tb alone, as one record batch.
+func readFile(t *testing.T, tb *Table, schema *arrow.Schema, f AddFile) arrow.RecordBatch {
+	t.Helper()
+	one := &Table{url: tb.url, bucket: tb.bucket, log: tb.log}
+	rr := &tableReader{ctx: context.Background(), t: one, files: []AddFile{f}, schema: schema, refs: 1}
+	defer rr.Release()
+	var recs []arrow.RecordBatch
+	for rr.Next() {
+		r := rr.RecordBatch()
+		r.Retain()
+		recs = append(recs, r)
+	}
+	if rr.Err() != nil {
+		t.Fatal(rr.Err())
+	}
+	return concat(t, schema, recs)
+}
+
+// concat joins recs (and releases them) into one record batch.
+func concat(t *testing.T, schema *arrow.Schema, recs []arrow.RecordBatch) arrow.RecordBatch {
+	t.Helper()
+	tbl := array.NewTableFromRecords(schema, recs)
+	defer tbl.Release()
+	for _, r := range recs {
+		r.Release()
+	}
+	cols := make([]arrow.Array, schema.NumFields())
+	for i := range cols {
+		a, err := array.Concatenate(tbl.Column(i).Data().Chunks(), memory.DefaultAllocator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Release()
+		cols[i] = a
+	}
+	return array.NewRecordBatch(schema, cols, tbl.NumRows())
+}

@@ -44,19 +44,10 @@ func TestStatsMatchData(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Read this file alone through a table holding only it.
-		one := &Table{url: tb.url, bucket: tb.bucket, log: tb.log}
-		rr := &tableReader{ctx: ctx, t: one, files: []AddFile{f}, schema: schema, refs: 1}
-		var n int64
-		for rr.Next() {
-			rec := rr.RecordBatch()
-			n += rec.NumRows()
-			checkStats(t, f.Path, rec, st)
-		}
-		if rr.Err() != nil {
-			t.Fatal(rr.Err())
-		}
-		rr.Release()
+		rec := readFile(t, tb, schema, f)
+		n := rec.NumRows()
+		checkStats(t, f.Path, rec, st)
+		rec.Release()
 		if n != st.NumRecords {
 			t.Fatalf("%s: numRecords %d, file holds %d", f.Path, st.NumRecords, n)
 		}
