@@ -82,9 +82,20 @@ func (r *seqReader) Next() bool {
 	return true
 }
 
-func startReadAhead(t *testing.T, in *seqReader, depth int, cancel context.CancelFunc) *readAheadReader {
+// startReadAhead reads n batches (from an allocator that must be empty
+// when the test ends) depth batches ahead; setup, if set, configures the
+// input before the goroutine starts.
+func startReadAhead(t *testing.T, n, depth int, setup func(*seqReader)) (*readAheadReader, *seqReader) {
 	t.Helper()
-	return newReadAhead(in, depth, cancel)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	in := newSeqReader(ctx, mem, n)
+	if setup != nil {
+		setup(in)
+	}
+	return newReadAhead(in, depth, cancel), in
 }
 
 // TestReadAheadDelivers: every batch once, in order, the input's error at
@@ -107,13 +118,7 @@ func TestReadAheadDelivers(t *testing.T) {
 		{"error before any batch", 0, 3, errors.New("permission denied")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer mem.AssertSize(t, 0)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			in := newSeqReader(ctx, mem, tc.n)
-			in.err = tc.err
-			ra := startReadAhead(t, in, tc.depth, cancel)
+			ra, in := startReadAhead(t, tc.n, tc.depth, func(in *seqReader) { in.err = tc.err })
 			var got []int64
 			for ra.Next() {
 				rec := ra.RecordBatch()
@@ -134,7 +139,7 @@ func TestReadAheadDelivers(t *testing.T) {
 			if err := <-in.released; err != nil {
 				t.Errorf("the read's context was %v when the input was released after its end; want it live", err)
 			}
-			if ctx.Err() == nil {
+			if in.ctx.Err() == nil {
 				t.Error("the read's context is still live after Release; want it cancelled")
 			}
 		})
@@ -146,10 +151,7 @@ func TestReadAheadDelivers(t *testing.T) {
 func TestReadAheadBounded(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	for _, depth := range []int{1, 2, 5} {
-		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-		ctx, cancel := context.WithCancel(context.Background())
-		in := newSeqReader(ctx, mem, 1000)
-		ra := startReadAhead(t, in, depth, cancel)
+		ra, in := startReadAhead(t, 1000, depth, nil)
 		want := int64(depth + 1)
 		deadline := time.Now().Add(10 * time.Second)
 		for in.nexts.Load() < want && time.Now().Before(deadline) {
@@ -166,7 +168,6 @@ func TestReadAheadBounded(t *testing.T) {
 		if err := <-in.released; !errors.Is(err, context.Canceled) {
 			t.Errorf("depth %d: released early with the read's context %v; want it cancelled", depth, err)
 		}
-		mem.AssertSize(t, 0)
 	}
 }
 
@@ -175,12 +176,7 @@ func TestReadAheadBounded(t *testing.T) {
 // goroutine behind.
 func TestReadAheadReleaseUnblocksSource(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	ctx, cancel := context.WithCancel(context.Background())
-	in := newSeqReader(ctx, mem, 3)
-	in.block = true
-	ra := startReadAhead(t, in, 8, cancel)
+	ra, in := startReadAhead(t, 3, 8, func(in *seqReader) { in.block = true })
 	for i := 0; i < 3; i++ {
 		if !ra.Next() {
 			t.Fatalf("batch %d missing", i)
@@ -204,11 +200,7 @@ func TestReadAheadReleaseUnblocksSource(t *testing.T) {
 // TestReadAheadRetain: a retained reader keeps reading after one Release.
 func TestReadAheadRetain(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	ctx, cancel := context.WithCancel(context.Background())
-	in := newSeqReader(ctx, mem, 4)
-	ra := startReadAhead(t, in, 2, cancel)
+	ra, in := startReadAhead(t, 4, 2, nil)
 	ra.Retain()
 	ra.Release()
 	n := 0

@@ -208,15 +208,7 @@ func readAll(t testing.TB, tb *Table) arrow.Table {
 		t.Fatal(err)
 	}
 	defer rr.Release()
-	var recs []arrow.RecordBatch
-	for rr.Next() {
-		r := rr.RecordBatch()
-		r.Retain()
-		recs = append(recs, r)
-	}
-	if err := rr.Err(); err != nil {
-		t.Fatal(err)
-	}
+	recs := collect(t, rr)
 	tbl := array.NewTableFromRecords(rr.Schema(), recs)
 	for _, r := range recs {
 		r.Release()
@@ -239,16 +231,22 @@ func readFile(t *testing.T, tb *Table, schema *arrow.Schema, f AddFile) arrow.Re
 	one := &Table{url: tb.url, bucket: tb.bucket, log: tb.log}
 	rr := &tableReader{ctx: context.Background(), t: one, files: []AddFile{f}, schema: schema, refs: 1}
 	defer rr.Release()
+	return concat(t, schema, collect(t, rr))
+}
+
+// collect retains and returns every record batch of rr.
+func collect(t testing.TB, rr array.RecordReader) []arrow.RecordBatch {
+	t.Helper()
 	var recs []arrow.RecordBatch
 	for rr.Next() {
 		r := rr.RecordBatch()
 		r.Retain()
 		recs = append(recs, r)
 	}
-	if rr.Err() != nil {
-		t.Fatal(rr.Err())
+	if err := rr.Err(); err != nil {
+		t.Fatal(err)
 	}
-	return concat(t, schema, recs)
+	return recs
 }
 
 // concat joins recs (and releases them) into one record batch.
