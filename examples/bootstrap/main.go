@@ -27,6 +27,7 @@ import (
 
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
+	"github.com/cdcsnap/cdcsnap/sink/delta/fastsnappy"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 	"github.com/cdcsnap/cdcsnap/source"
 )
@@ -54,7 +55,15 @@ func main() {
 	flag.BoolVar(&cfg.verbose, "v", false, "log decisions (partition strategy, commits) to stderr")
 	flag.DurationVar(&cfg.progress, "progress", time.Second, "interval of plain progress lines when stderr is not a terminal")
 	flag.StringVar(&cfg.sourceOut, "source-parquet", "", "also write the demo source table's final rows to this Parquet file (for checks with other readers)")
+	fast := flag.Bool("fast-snappy", false, "compress Parquet pages with s2's fast Snappy encoder (sink/delta/fastsnappy): less CPU, about 12% larger files")
 	flag.Parse()
+	if *fast {
+		// Process-wide, so before anything reads or writes Parquet.
+		if err := fastsnappy.Register(); err != nil {
+			fmt.Fprintln(os.Stderr, "bootstrap:", err)
+			os.Exit(1)
+		}
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
