@@ -68,7 +68,8 @@ type BackfillOptions struct {
 	BatchRows int
 
 	// ReadAhead is as in Options: batches each chunk reads ahead of its
-	// writer; zero means 2, negative reads in step.
+	// writer; zero means 2, negative reads in step. It and BatchRows apply
+	// to this run, also when it resumes an open chunked snapshot.
 	ReadAhead int
 
 	// Resnapshot opens a new chunked snapshot even when the sink holds one
@@ -363,6 +364,9 @@ func adopt(ctx context.Context, st sink.Chunked, opts BackfillOptions) (*Backfil
 		return nil, st, res, fmt.Errorf("backfill %q: the stored plan (id %q, %d chunks, LSN %s) does not match the sink's chunked snapshot (id %q, %d chunks, LSN %s)",
 			opts.CaptureInstance, plan.ID, len(plan.Ranges), plan.LSN, st.PlanID, st.Chunks, st.LSN)
 	}
+	// The read tuning is this run's: a rerun after running out of memory
+	// lowers it. What the chunks mean (ranges, LSN, isolation) is the plan's.
+	plan.BatchRows, plan.ReadAhead = opts.BatchRows, opts.ReadAhead
 	res.Resumed = true
 	opts.Logger.InfoContext(ctx, "resuming the open chunked snapshot", "capture_instance", opts.CaptureInstance, "lsn", st.LSN, "committed", st.Committed, "chunks", st.Chunks)
 	return &plan, st, res, nil

@@ -40,8 +40,9 @@ type Options struct {
 	// ReadAhead is how many record batches each partition reads ahead of
 	// its writer, on a goroutine of its own, so the source's read overlaps
 	// with Parquet encoding. Zero means 2; a negative value reads in step
-	// with the writer; above 1024 is refused. Each batch ahead is memory
-	// held per partition in flight.
+	// with the writer; above 1024 is refused. A partition in flight holds
+	// up to ReadAhead+1 batches besides the one being written (the
+	// goroutine holds one while it waits to hand it over).
 	ReadAhead int
 
 	// Resnapshot takes a new snapshot even when the sink already holds one

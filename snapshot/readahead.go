@@ -60,16 +60,18 @@ func readRange(ctx context.Context, src source.Source, ci *source.CaptureInstanc
 // newReadAhead starts reading in, depth batches ahead; cancel cancels the
 // read's context. It takes over the caller's reference to in.
 func newReadAhead(in array.RecordReader, depth int, cancel context.CancelFunc) *readAheadReader {
-	r := &readAheadReader{in: in, cancel: cancel, ch: make(chan arrow.RecordBatch, depth), stop: make(chan struct{}), done: make(chan struct{})}
+	r := &readAheadReader{in: in, schema: in.Schema(), cancel: cancel, ch: make(chan arrow.RecordBatch, depth), stop: make(chan struct{}), done: make(chan struct{})}
 	r.refs.Store(1)
 	go r.loop()
 	return r
 }
 
 // readAheadReader is an array.RecordReader fed by a goroutine that calls
-// in.Next up to cap(ch) batches ahead of the consumer.
+// in.Next up to cap(ch)+1 batches ahead of the consumer (cap(ch) in the
+// channel, one waiting to be sent).
 type readAheadReader struct {
 	in     array.RecordReader
+	schema *arrow.Schema
 	cancel context.CancelFunc // the read's context
 	ch     chan arrow.RecordBatch
 	stop   chan struct{}
@@ -100,10 +102,10 @@ func (r *readAheadReader) loop() {
 func (r *readAheadReader) Retain() { r.refs.Add(1) }
 
 // Release drops a reference; the last one stops the goroutine, releases
-// the batches read ahead and releases the input. Stopping before the end
-// cancels the read, so a source blocked in Next returns; a read that ran
-// to the end is released uncancelled (a SQL Server source then keeps its
-// connection).
+// the batches read ahead and releases the input. Stopping before the
+// input's end cancels the read, so a source blocked in Next returns; an
+// input that ran to its end (even if the consumer has not seen it yet) is
+// released uncancelled (a SQL Server source then keeps its connection).
 func (r *readAheadReader) Release() {
 	if r.refs.Add(-1) != 0 {
 		return
@@ -112,9 +114,11 @@ func (r *readAheadReader) Release() {
 		r.cur.Release()
 		r.cur = nil
 	}
+	// Decided before stop is closed, which ends the loop early too.
+	ranToEnd := r.end || closed(r.done)
 	close(r.stop)
-	if !r.end {
-		r.cancel()
+	if !ranToEnd {
+		r.cancel() // still reading: stop the source
 	}
 	<-r.done
 	for rec := range r.ch {
@@ -124,8 +128,19 @@ func (r *readAheadReader) Release() {
 	r.cancel()
 }
 
-// Schema is the input's schema.
-func (r *readAheadReader) Schema() *arrow.Schema { return r.in.Schema() }
+// Schema is the input's schema, read once when the reader started (the
+// input's Next runs on another goroutine).
+func (r *readAheadReader) Schema() *arrow.Schema { return r.schema }
+
+// closed reports whether ch is closed, without waiting.
+func closed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
 
 // Next moves to the next batch, waiting for the goroutine if it is behind.
 func (r *readAheadReader) Next() bool {

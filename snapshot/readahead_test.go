@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cdcsnap/cdcsnap/fake"
+	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/sink"
 )
 
@@ -297,5 +299,49 @@ func TestReadAheadOptions(t *testing.T) {
 	}
 	if len(dst.Commits()) != 0 || dst.Pending() != 0 {
 		t.Errorf("refused options or plans wrote something: %d commits, %d pending parts", len(dst.Commits()), dst.Pending())
+	}
+}
+
+// TestReadAheadEndedUnseen: an input that ran to its end is released with
+// its context live even when the consumer stopped before seeing the end
+// (a partition that fit in the read-ahead), so a source keeps what it
+// keeps until Release.
+func TestReadAheadEndedUnseen(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	ra, in := startReadAhead(t, 2, 4, nil)
+	deadline := time.Now().Add(10 * time.Second)
+	for !closed(ra.done) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	for i := 0; i < 2; i++ {
+		if !ra.Next() {
+			t.Fatalf("batch %d missing", i)
+		}
+	}
+	ra.Release() // without the Next that would have returned false
+	if err := <-in.released; err != nil {
+		t.Errorf("input that ran to its end released with its context %v; want it live", err)
+	}
+}
+
+// TestBackfillResumeTakesThisRunsReadOptions: resuming an open chunked
+// snapshot reads with this run's ReadAhead and BatchRows, not the stored
+// plan's (a rerun after running out of memory lowers them).
+func TestBackfillResumeTakesThisRunsReadOptions(t *testing.T) {
+	stored := BackfillPlan{ID: "p1", CaptureInstance: "dbo_t", Ranges: make([]keyrange.Range, 3), WaveChunks: 1, ReadAhead: 1000, BatchRows: 100000}
+	raw, err := json.Marshal(stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := BackfillOptions{CaptureInstance: "dbo_t", ReadAhead: -1, BatchRows: 512}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, _, res, err := adopt(context.Background(), sink.Chunked{PlanID: "p1", Chunks: 3, Plan: raw}, opts)
+	if err != nil || !res.Resumed {
+		t.Fatalf("adopt: resumed %v, %v", res.Resumed, err)
+	}
+	if plan.ReadAhead != -1 || plan.BatchRows != 512 {
+		t.Errorf("resumed plan reads with ReadAhead %d, BatchRows %d; want this run's -1 and 512", plan.ReadAhead, plan.BatchRows)
 	}
 }

@@ -209,6 +209,11 @@ type Source interface {
 	// in r, as the UNION ALL of r's seekable pieces (keyrange.Pieces), in
 	// record batches of the captured columns (ArrowSchema of ci.Columns).
 	// The caller releases the reader; an error during the read is its Err.
+	// package snapshot reads ahead: it calls the reader's Next (and Err)
+	// from a goroutine other than ReadRange's caller, one call at a time,
+	// after reading Schema once; batches must stay valid while retained.
+	// It cancels ctx when it releases a reader before its end, so the read
+	// stops; a reader that ran to its end is released with ctx live.
 	ReadRange(ctx context.Context, ci *CaptureInstance, r keyrange.Range, opts ReadOptions) (array.RecordReader, error)
 
 	// ReadChanges streams the changes of ci with from <= __$start_lsn <= to,

@@ -26,8 +26,9 @@ type constColumns struct {
 	zeros    arrow.Array           // int32 zeros, sliced per batch
 }
 
-// newConstColumns picks, from the first batch of a file, the bronze
-// string columns that hold one non-NULL value in it. With none it returns
+// newConstColumns picks, from the first batch of a WritePartition call
+// (the choice holds for every file it rolls), the bronze string columns
+// that hold one non-NULL value in it. With none it returns
 // nil and batches are written as they come.
 func newConstColumns(schema *arrow.Schema, first arrow.RecordBatch) *constColumns {
 	var cols []int

@@ -41,8 +41,8 @@ func withColumn(t *testing.T, rec arrow.RecordBatch, name string, vals func(row 
 // are written through the dictionary path; batches where their value
 // changes, varies row by row, turns NULL or comes back all read back
 // exactly, and the Delta and Parquet statistics match the data. (pqarrow
-// falls back to plain encoding for the rest of a row group when the
-// dictionary changes: correct, only larger. Snapshot partitions never
+// falls back to plain encoding for a column chunk whose dictionary
+// changes: correct, only larger. Snapshot partitions never
 // change it; TestParquetEncoding checks their dictionary pages.)
 func TestConstantColumns(t *testing.T) {
 	ctx := context.Background()

@@ -388,8 +388,8 @@ func (s *fileSet) abort(ctx context.Context) {
 // wrote stays referenced (and it tries to delete what it wrote). constant
 // says the bronze metadata holds one value per call (a snapshot partition
 // or chunk), so the constant-column path pays (see constColumns); change
-// rows vary, and a value changing mid-file would make pqarrow drop the
-// dictionary for the rest of the row group.
+// rows vary, and a value changing mid-row-group makes pqarrow fall back to
+// plain encoding for that column chunk.
 func (t *Table) writeRecords(ctx context.Context, schema *arrow.Schema, partition int, rr array.RecordReader, constant bool) ([]AddFile, int64, error) {
 	s := &fileSet{t: t, schema: schema, partition: partition, constant: constant}
 	defer func() { s.consts.release() }()
