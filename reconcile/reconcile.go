@@ -475,13 +475,13 @@ func (c *comparer) readTarget(ctx context.Context, dst RowReader, opts Options) 
 	if err != nil {
 		return nil, err
 	}
-	meta := map[string]int{}
-	for _, name := range []string{sink.ColCaptureInstance, sink.ColStartLSN, sink.ColCommandID, sink.ColSeqval, sink.ColOperation} {
-		j := schema.FieldIndices(name)
-		if len(j) != 1 {
-			return nil, fmt.Errorf("the rows have no column %q: not a bronze table", name)
-		}
-		meta[name] = j[0]
+	orderCols, err := snapshot.FindOrderColumns(schema)
+	if err != nil {
+		return nil, err
+	}
+	ciIdx := schema.FieldIndices(sink.ColCaptureInstance)
+	if len(ciIdx) != 1 {
+		return nil, fmt.Errorf("the rows have no column %q: not a bronze table", sink.ColCaptureInstance)
 	}
 	from := ""
 	if !opts.From.IsZero() {
@@ -493,22 +493,15 @@ func (c *comparer) readTarget(ctx context.Context, dst RowReader, opts Options) 
 			return nil, err
 		}
 		rec := rr.RecordBatch()
-		ciCol, ok := rec.Column(meta[sink.ColCaptureInstance]).(*array.String)
+		ciCol, ok := rec.Column(ciIdx[0]).(*array.String)
 		if !ok {
-			return nil, fmt.Errorf("column %q is %s, not a string", sink.ColCaptureInstance, rec.Column(meta[sink.ColCaptureInstance]).DataType())
+			return nil, fmt.Errorf("column %q is %s, not a string", sink.ColCaptureInstance, rec.Column(ciIdx[0]).DataType())
 		}
 		for i := 0; i < int(rec.NumRows()); i++ {
 			if ciCol.IsNull(i) || !sink.SameInstance(ciCol.Value(i), opts.CaptureInstance) {
 				continue
 			}
-			o := snapshot.Order{
-				StartLSN:  stringAt(rec.Column(meta[sink.ColStartLSN]), i),
-				CommandID: int32At(rec.Column(meta[sink.ColCommandID]), i),
-				Seqval:    stringAt(rec.Column(meta[sink.ColSeqval]), i),
-			}
-			if op := int32At(rec.Column(meta[sink.ColOperation]), i); op != nil {
-				o.Operation = *op
-			}
+			o := orderCols.Order(rec, i)
 			if o.Operation == 3 || (from != "" && (o.StartLSN == nil || *o.StartLSN < from)) {
 				continue // an update-before never wins; rows before From are not rebuilt from
 			}
@@ -605,22 +598,4 @@ func (c *comparer) narrow(ctx context.Context, src source.Source, r keyrange.Ran
 		res[i] = out[j]
 	}
 	return res, nil
-}
-
-func stringAt(a arrow.Array, r int) *string {
-	s, ok := a.(*array.String)
-	if !ok || s.IsNull(r) {
-		return nil
-	}
-	v := s.Value(r)
-	return &v
-}
-
-func int32At(a arrow.Array, r int) *int32 {
-	s, ok := a.(*array.Int32)
-	if !ok || s.IsNull(r) {
-		return nil
-	}
-	v := s.Value(r)
-	return &v
 }

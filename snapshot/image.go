@@ -53,6 +53,39 @@ func compareNullable[T cmp.Ordered](a, b *T) int {
 	return cmp.Compare(*a, *b)
 }
 
+// OrderColumns are where a bronze schema holds a row's Order.
+type OrderColumns struct{ startLSN, commandID, seqval, operation int }
+
+// FindOrderColumns locates the Order columns of a bronze schema.
+func FindOrderColumns(schema *arrow.Schema) (OrderColumns, error) {
+	var c OrderColumns
+	for _, p := range []struct {
+		name string
+		at   *int
+	}{{sink.ColStartLSN, &c.startLSN}, {sink.ColCommandID, &c.commandID}, {sink.ColSeqval, &c.seqval}, {sink.ColOperation, &c.operation}} {
+		j := schema.FieldIndices(p.name)
+		if len(j) != 1 {
+			return c, fmt.Errorf("the rows have no column %q: not a bronze table", p.name)
+		}
+		*p.at = j[0]
+	}
+	return c, nil
+}
+
+// Order returns the Order of row r of rec (a batch of the schema c was
+// found in).
+func (c OrderColumns) Order(rec arrow.RecordBatch, r int) Order {
+	o := Order{
+		StartLSN:  stringAt(rec.Column(c.startLSN), r),
+		CommandID: int32At(rec.Column(c.commandID), r),
+		Seqval:    stringAt(rec.Column(c.seqval), r),
+	}
+	if op := int32At(rec.Column(c.operation), r); op != nil {
+		o.Operation = *op
+	}
+	return o
+}
+
 // Image is a table's rows by key, each as the text of its captured columns
 // (Arrow's ValueStr, "NULL" for nulls): what a target converges to. Build
 // one from bronze rows with AddBronze (the latest-image merge) or from a
@@ -127,16 +160,11 @@ func (im *Image) add(rec arrow.RecordBatch, bronze bool) error {
 		}
 		keyCols[i] = j
 	}
-	var lsnCol, cmdCol, seqCol, opCol int
+	var orderCols OrderColumns
 	if bronze {
 		var err error
-		for _, p := range []struct {
-			name string
-			at   *int
-		}{{sink.ColStartLSN, &lsnCol}, {sink.ColCommandID, &cmdCol}, {sink.ColSeqval, &seqCol}, {sink.ColOperation, &opCol}} {
-			if *p.at, err = idx(p.name); err != nil {
-				return err
-			}
+		if orderCols, err = FindOrderColumns(rec.Schema()); err != nil {
+			return fmt.Errorf("image: %w", err)
 		}
 	}
 	for r := 0; r < int(rec.NumRows()); r++ {
@@ -161,14 +189,7 @@ func (im *Image) add(rec arrow.RecordBatch, bronze bool) error {
 			im.rows[k] = row
 			continue
 		}
-		row.order = Order{
-			StartLSN:  stringAt(rec.Column(lsnCol), r),
-			CommandID: int32At(rec.Column(cmdCol), r),
-			Seqval:    stringAt(rec.Column(seqCol), r),
-		}
-		if op := int32At(rec.Column(opCol), r); op != nil {
-			row.order.Operation = *op
-		}
+		row.order = orderCols.Order(rec, r)
 		switch row.order.Operation {
 		case 3:
 			continue // an update-before never wins
