@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cdcsnap/cdcsnap/internal/collate"
+	"github.com/cdcsnap/cdcsnap/internal/decnum"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/source"
 )
@@ -242,50 +243,6 @@ type keyPart struct {
 	ci   bool
 }
 
-// decKey is a decimal in parts, compared numerically without allocating.
-type decKey struct {
-	neg      bool
-	intPart  string // no leading zeros
-	fracPart string // no trailing zeros
-}
-
-func (d decKey) compare(e decKey) int {
-	if d.neg != e.neg {
-		if d.neg {
-			return -1
-		}
-		return 1
-	}
-	r := cmp.Compare(len(d.intPart), len(e.intPart))
-	if r == 0 {
-		r = strings.Compare(d.intPart, e.intPart)
-	}
-	if r == 0 {
-		r = strings.Compare(d.fracPart, e.fracPart)
-	}
-	if d.neg {
-		r = -r
-	}
-	return r
-}
-
-// parseDecKey reads what keyrange accepts as a Decimal: an optional sign,
-// digits and an optional fraction.
-func parseDecKey(s string) decKey {
-	var d decKey
-	if s != "" && (s[0] == '+' || s[0] == '-') {
-		d.neg = s[0] == '-'
-		s = s[1:]
-	}
-	ip, fp, _ := strings.Cut(s, ".")
-	d.intPart = strings.TrimLeft(ip, "0")
-	d.fracPart = strings.TrimRight(fp, "0")
-	if d.intPart == "" && d.fracPart == "" {
-		d.neg = false
-	}
-	return d
-}
-
 // normalize returns the sort form of v, which must already have passed
 // keyrange.Compare's type check for the column.
 func (k keyPart) normalize(v any) any {
@@ -302,15 +259,10 @@ func (k keyPart) normalize(v any) any {
 		}
 		return t
 	case keyrange.Decimal:
-		return parseDecKey(string(x))
+		d, _ := decnum.Parse(string(x)) // checked by keyrange.Compare already
+		return d
 	case keyrange.UUID:
-		b := x.SQLServerBytes()
-		var o [16]byte
-		n := 0
-		for _, g := range [][2]int{{10, 16}, {8, 10}, {6, 8}, {4, 6}, {0, 4}} {
-			n += copy(o[n:], b[g[0]:g[1]])
-		}
-		return o
+		return x.SortKey()
 	default:
 		return v
 	}
@@ -349,8 +301,8 @@ func (k keyPart) compare(a, b any) int {
 		return bytes.Compare(x, b.([]byte))
 	case time.Time:
 		return x.Compare(b.(time.Time))
-	case decKey:
-		return x.compare(b.(decKey))
+	case decnum.Num:
+		return x.Compare(b.(decnum.Num))
 	case [16]byte:
 		y := b.([16]byte)
 		return bytes.Compare(x[:], y[:])

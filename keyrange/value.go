@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cdcsnap/cdcsnap/internal/collate"
+	"github.com/cdcsnap/cdcsnap/internal/decnum"
 )
 
 // Kind is how a key column's values are represented and ordered.
@@ -123,6 +124,20 @@ func UUIDFromSQLServer(b []byte) (UUID, error) {
 // UUIDFromSQLServer).
 func (u UUID) SQLServerBytes() []byte {
 	return []byte{u[3], u[2], u[1], u[0], u[5], u[4], u[7], u[6], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]}
+}
+
+// SortKey returns the bytes in the order SQL Server compares uniqueidentifier
+// values: the last six bytes first, then 8-9, then the groups SQL Server
+// stores byte-swapped, each in its stored order. Keys compare as their
+// SortKeys compare bytewise.
+func (u UUID) SortKey() [16]byte {
+	b := u.SQLServerBytes()
+	var k [16]byte
+	n := 0
+	for _, g := range [][2]int{{10, 16}, {8, 10}, {6, 8}, {4, 6}, {0, 4}} {
+		n += copy(k[n:], b[g[0]:g[1]])
+	}
+	return k
 }
 
 // Collation is how a string key column compares, reduced to what changes
@@ -239,15 +254,15 @@ func Compare(c Column, a, b any) (int, error) {
 		if !ok2 {
 			return 0, bad(b)
 		}
-		dx, okx := parseDecimal(string(x))
-		dy, oky := parseDecimal(string(y))
+		dx, okx := decnum.Parse(string(x))
+		dy, oky := decnum.Parse(string(y))
 		if !okx {
 			return 0, fmt.Errorf("keyrange: column %q: %q is not a decimal", c.Name, x)
 		}
 		if !oky {
 			return 0, fmt.Errorf("keyrange: column %q: %q is not a decimal", c.Name, y)
 		}
-		return dx.compare(dy), nil
+		return dx.Compare(dy), nil
 	case KindString:
 		x, ok1 := a.(string)
 		y, ok2 := b.(string)
@@ -293,17 +308,10 @@ func Compare(c Column, a, b any) (int, error) {
 	}
 }
 
-// compareUUID follows SQL Server: the last six bytes first, then 8-9, then
-// the groups that SQL Server stores byte-swapped, each compared in SQL
-// Server's stored order (which is RFC order reversed within the group).
+// compareUUID follows SQL Server's order (UUID.SortKey).
 func compareUUID(x, y UUID) int {
-	sx, sy := x.SQLServerBytes(), y.SQLServerBytes()
-	for _, g := range [][2]int{{10, 16}, {8, 10}, {6, 8}, {4, 6}, {0, 4}} {
-		if c := bytes.Compare(sx[g[0]:g[1]], sy[g[0]:g[1]]); c != 0 {
-			return c
-		}
-	}
-	return 0
+	kx, ky := x.SortKey(), y.SortKey()
+	return bytes.Compare(kx[:], ky[:])
 }
 
 // compareStrings folds case when the collation is case-insensitive, then
@@ -338,7 +346,7 @@ func CollationKey(c Column, v any) (string, error) {
 		if !ok {
 			return "", fmt.Errorf("keyrange: column %q (%s) cannot hold %T", c.Name, c.Kind, v)
 		}
-		x, ok := parseDecimal(string(d))
+		x, ok := decnum.Parse(string(d))
 		if !ok {
 			return "", fmt.Errorf("keyrange: column %q: %q is not a decimal", c.Name, d)
 		}
@@ -468,7 +476,7 @@ func (t *Tuple) UnmarshalJSON(b []byte) error {
 		}
 		if j.Decimal != nil {
 			set++
-			if _, ok := parseDecimal(*j.Decimal); !ok {
+			if _, ok := decnum.Parse(*j.Decimal); !ok {
 				err = fmt.Errorf("%q is not a decimal", *j.Decimal)
 			}
 			out[i] = Decimal(*j.Decimal)
@@ -515,75 +523,4 @@ func (t *Tuple) UnmarshalJSON(b []byte) error {
 	}
 	*t = out
 	return nil
-}
-
-// decimal is a parsed Decimal: sign, integer digits without leading zeros
-// and fraction digits without trailing zeros. Zero is never negative.
-type decimal struct {
-	neg        bool
-	intPart    string
-	fracDigits string
-}
-
-// parseDecimal reads [+-]digits[.digits] (either side of the point may be
-// empty, not both). It never allocates more than the input's size, unlike
-// big.Rat, which would expand "1e999999999".
-func parseDecimal(s string) (decimal, bool) {
-	var d decimal
-	if s != "" && (s[0] == '+' || s[0] == '-') {
-		d.neg = s[0] == '-'
-		s = s[1:]
-	}
-	ip, fp, _ := strings.Cut(s, ".")
-	if ip == "" && fp == "" {
-		return d, false
-	}
-	for _, part := range []string{ip, fp} {
-		for i := 0; i < len(part); i++ {
-			if part[i] < '0' || part[i] > '9' {
-				return d, false
-			}
-		}
-	}
-	d.intPart = strings.TrimLeft(ip, "0")
-	d.fracDigits = strings.TrimRight(fp, "0")
-	if d.intPart == "" && d.fracDigits == "" {
-		d.neg = false
-	}
-	return d, true
-}
-
-func (d decimal) compare(e decimal) int {
-	if d.neg != e.neg {
-		if d.neg {
-			return -1
-		}
-		return 1
-	}
-	r := cmp.Compare(len(d.intPart), len(e.intPart))
-	if r == 0 {
-		r = strings.Compare(d.intPart, e.intPart)
-	}
-	if r == 0 {
-		r = strings.Compare(d.fracDigits, e.fracDigits)
-	}
-	if d.neg {
-		r = -r
-	}
-	return r
-}
-
-// String returns the canonical form: equal numbers, equal strings.
-func (d decimal) String() string {
-	s := d.intPart
-	if s == "" {
-		s = "0"
-	}
-	if d.fracDigits != "" {
-		s += "." + d.fracDigits
-	}
-	if d.neg {
-		s = "-" + s
-	}
-	return s
 }
