@@ -51,10 +51,7 @@ type TableReader interface {
 // TableReader also has its rows checked.
 func RunChunked(t *testing.T, newSink func(t *testing.T) sink.ChunkSink) {
 	t.Helper()
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s sink.ChunkSink)
-	}{
+	runSuite(t, newSink, []suiteCase[sink.ChunkSink]{
 		{"OpenFindResume", testChunkedOpenFindResume},
 		{"SecondOpenRefused", testChunkedSecondOpenRefused},
 		{"WavesInOrder", testChunkedWavesInOrder},
@@ -63,16 +60,7 @@ func RunChunked(t *testing.T, newSink func(t *testing.T) sink.ChunkSink) {
 		{"FailedWriteLeavesNothing", testChunkedFailedWrite},
 		{"ForeignPartsRefused", testChunkedForeignParts},
 		{"WholeAndChunkedApart", testChunkedWholeApart},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			s := newSink(t)
-			if s == nil {
-				t.Fatal("newSink returned nil")
-			}
-			tc.fn(t, s)
-		})
-	}
+	})
 }
 
 // ChunkRecords returns the rows of ids from (inclusive) to to (exclusive)

@@ -58,6 +58,26 @@ type RowReader interface {
 	ReadSnapshotRows(ctx context.Context, captureInstance string) (array.RecordReader, error)
 }
 
+// suiteCase is one subtest of a suite.
+type suiteCase[S any] struct {
+	name string
+	fn   func(t *testing.T, s S)
+}
+
+// runSuite runs each case as a subtest on a fresh sink from newSink.
+func runSuite[S any](t *testing.T, newSink func(t *testing.T) S, cases []suiteCase[S]) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSink(t)
+			if any(s) == nil {
+				t.Fatal("newSink returned nil")
+			}
+			tc.fn(t, s)
+		})
+	}
+}
+
 // batchRows is the batch size of the records the suite writes.
 const batchRows = 128
 
@@ -65,10 +85,7 @@ const batchRows = 128
 // fresh, empty sink per subtest.
 func Run(t *testing.T, newSink func(t *testing.T) sink.Sink) {
 	t.Helper()
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s sink.Sink)
-	}{
+	runSuite(t, newSink, []suiteCase[sink.Sink]{
 		{"AtomicCommit", testAtomicCommit},
 		{"FindIgnoresCase", testFindIgnoresCase},
 		{"SecondSnapshotRefused", testSecondSnapshotRefused},
@@ -77,16 +94,7 @@ func Run(t *testing.T, newSink func(t *testing.T) sink.Sink) {
 		{"FailedWriteLeavesNothing", testFailedWriteLeavesNothing},
 		{"ForeignPartsRefused", testForeignPartsRefused},
 		{"EmptySnapshot", testEmptySnapshot},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			s := newSink(t)
-			if s == nil {
-				t.Fatal("newSink returned nil")
-			}
-			tc.fn(t, s)
-		})
-	}
+	})
 }
 
 // span is the ids [from, to) one partition writes.
