@@ -23,8 +23,9 @@ type appendFunc func(b array.Builder, v any) error
 // encoder converts rows of a table to Arrow, one appendFunc per captured
 // column.
 type encoder struct {
-	idx []int // the captured columns' positions in the row
-	fns []appendFunc
+	idx      []int // the captured columns' positions in the row
+	fns      []appendFunc
+	computed []bool
 }
 
 func newEncoder(cols []source.Column, idx []int) (*encoder, error) {
@@ -35,16 +36,20 @@ func newEncoder(cols []source.Column, idx []int) (*encoder, error) {
 			return nil, err
 		}
 		e.fns = append(e.fns, f)
+		e.computed = append(e.computed, c.Computed)
 	}
 	return e, nil
 }
 
 // appendRow appends the captured values of vals (a table row) to the first
-// len(idx) fields of rb. A column the row predates (added later) is NULL.
+// len(idx) fields of rb. A column the row predates (added later) is NULL,
+// and so is a computed column: CDC writes NULL for it in every change row,
+// and a snapshot follows the stream (FACTS.md F13), as source/sqlserver
+// reads it.
 func (e *encoder) appendRow(rb *array.RecordBuilder, vals []any) error {
 	for i, j := range e.idx {
 		b := rb.Field(i)
-		if j >= len(vals) || vals[j] == nil {
+		if j >= len(vals) || vals[j] == nil || e.computed[i] {
 			b.AppendNull()
 			continue
 		}

@@ -26,6 +26,7 @@ type instance struct {
 	start   lsn.LSN
 	min     lsn.LSN
 	changes []*change // in (start_lsn, command_id, seqval, operation) order
+	denied  bool      // the login may not read the instance's changes
 }
 
 // EnableCDC creates a capture instance on a table, as
@@ -140,10 +141,20 @@ func (in *instance) describe() *source.CaptureInstance {
 	}
 }
 
+// instanceLocked resolves name among every capture instance.
 func (db *DB) instanceLocked(name string) (*instance, error) {
-	names := make([]string, len(db.instances))
-	for i, in := range db.instances {
-		names[i] = in.name
+	return db.resolveLocked(name, false)
+}
+
+// resolveLocked resolves name among the capture instances, only those the
+// login may read when visible is set (what sys.sp_cdc_help_change_data_capture
+// lists: FACTS.md F01).
+func (db *DB) resolveLocked(name string, visible bool) (*instance, error) {
+	var names []string
+	for _, in := range db.instances {
+		if !visible || !in.denied {
+			names = append(names, in.name)
+		}
 	}
 	got, err := source.Resolve(name, names)
 	if err != nil {
@@ -155,6 +166,45 @@ func (db *DB) instanceLocked(name string) (*instance, error) {
 		}
 	}
 	return nil, fmt.Errorf("fake: capture instance %q vanished", got)
+}
+
+// readableLocked resolves a capture instance whose changes the caller
+// reads: one that does not exist, or that the login may not read, is what
+// sys.fn_cdc_get_min_lsn answers with 0x00… for (FACTS.md F07), a
+// *source.AccessError.
+func (db *DB) readableLocked(name string) (*instance, error) {
+	in, err := db.instanceLocked(name)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("fake: %w", &source.AccessError{CaptureInstance: name, Reason: "sys.fn_cdc_get_min_lsn returned 0x00000000000000000000 (no such capture instance)"})
+	case in.denied:
+		return nil, fmt.Errorf("fake: %w", &source.AccessError{CaptureInstance: name, Reason: "sys.fn_cdc_get_min_lsn returned 0x00000000000000000000 (the login may not read it)"})
+	}
+	return in, nil
+}
+
+// DenyChanges takes away the login's right to read a capture instance's
+// changes, as dropping it from the instance's gating role or revoking
+// SELECT on a captured column does (FACTS.md F19):
+// sys.sp_cdc_help_change_data_capture stops listing it, so CaptureInstance
+// returns a *source.NotFoundError, and sys.fn_cdc_get_min_lsn returns
+// 0x00…, so MinLSN and ReadChanges return a *source.AccessError. The
+// table's rows stay readable (that is SELECT on the table). GrantChanges
+// gives the right back.
+func (db *DB) DenyChanges(instanceName string) error { return db.setDenied(instanceName, true) }
+
+// GrantChanges undoes DenyChanges.
+func (db *DB) GrantChanges(instanceName string) error { return db.setDenied(instanceName, false) }
+
+func (db *DB) setDenied(name string, denied bool) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	in, err := db.instanceLocked(name)
+	if err != nil {
+		return err
+	}
+	in.denied = denied
+	return nil
 }
 
 // RunCaptureJob lets the capture job catch up with every commit so far: the
@@ -227,7 +277,7 @@ func (db *DB) CaptureInstance(ctx context.Context, name string) (*source.Capture
 	}
 	db.mu.RLock()
 	defer db.mu.RUnlock()
-	in, err := db.instanceLocked(name)
+	in, err := db.resolveLocked(name, true)
 	if err != nil {
 		return nil, err
 	}
@@ -255,14 +305,16 @@ func (db *DB) MaxLSN(ctx context.Context) (lsn.LSN, error) {
 
 // MinLSN implements source.Source: false until the capture job has
 // processed past the instance's start_lsn, then its minimum LSN (start_lsn,
-// raised by Cleanup).
+// raised by Cleanup). An instance that does not exist (dropped since it
+// was described) or that the login may not read (DenyChanges) is a
+// *source.AccessError, as SQL Server's 0x00… answer is.
 func (db *DB) MinLSN(ctx context.Context, ci string) (lsn.LSN, bool, error) {
 	if err := db.enter(ctx, OpMinLSN); err != nil {
 		return lsn.LSN{}, false, err
 	}
 	db.mu.RLock()
 	defer db.mu.RUnlock()
-	in, err := db.instanceLocked(ci)
+	in, err := db.readableLocked(ci)
 	if err != nil {
 		return lsn.LSN{}, false, err
 	}
@@ -306,12 +358,19 @@ func (db *DB) lookup(ci *source.CaptureInstance) (*instance, error) {
 // changes the capture job has processed with from <= __$start_lsn <= to, in
 // (start_lsn, command_id, seqval, operation) order, _command_id set. from
 // below the instance's minimum LSN (its start_lsn until the capture job
-// reaches it, then as Cleanup raises it) is a *source.DataLossError.
+// reaches it, then as Cleanup raises it) is a *source.DataLossError, and so
+// is a Cleanup above from while the reader is read. A dropped instance, or
+// one the login may not read, is a *source.AccessError.
 func (db *DB) ReadChanges(ctx context.Context, ci *source.CaptureInstance, from, to lsn.LSN) (array.RecordReader, error) {
 	if err := db.enter(ctx, OpReadChanges); err != nil {
 		return nil, err
 	}
-	in, err := db.lookup(ci)
+	if ci == nil {
+		return nil, fmt.Errorf("fake: nil capture instance")
+	}
+	db.mu.RLock()
+	in, err := db.readableLocked(ci.Name)
+	db.mu.RUnlock()
 	if err != nil {
 		return nil, err
 	}
@@ -341,6 +400,17 @@ func (db *DB) ReadChanges(ctx context.Context, ci *source.CaptureInstance, from,
 		return nil, fmt.Errorf("fake: ReadChanges %s: %w", in.name, err)
 	}
 	r := newReader(ctx, schema, func(rr *reader) (int, error) {
+		if len(changes) == 0 {
+			// SQL Server's cleanup deletes rows below the minimum it sets:
+			// one above from now may have taken rows before they were read.
+			db.mu.RLock()
+			min := in.min
+			db.mu.RUnlock()
+			if from.Less(min) {
+				return 0, fmt.Errorf("fake: ReadChanges: %w", &source.DataLossError{CaptureInstance: in.name, Requested: from, MinLSN: min})
+			}
+			return 0, nil
+		}
 		n := 0
 		for len(changes) > 0 && n < DefaultBatchRows {
 			c := changes[0]

@@ -62,6 +62,12 @@ type ColumnDef struct {
 	HideCollation bool
 	// Nullable allows NULL.
 	Nullable bool
+	// Computed makes the column a computed column: the value a row gives
+	// for it stands for its expression's result. CDC writes NULL for a
+	// computed column in every change row, and ReadRange reads it as NULL
+	// too, as source/sqlserver does, so snapshot and stream agree
+	// (FACTS.md F13). A key column cannot be computed.
+	Computed bool
 }
 
 // TableDef declares a table.
@@ -280,6 +286,9 @@ func (db *DB) CreateTable(def TableDef) error {
 				return fmt.Errorf("fake: create table %s: key column %q listed twice", name, k)
 			}
 		}
+		if t.cols[j].Computed {
+			return fmt.Errorf("fake: create table %s: key column %q is computed: CDC writes NULL for computed columns in change rows", name, k)
+		}
 		kc := t.cols[j].KeyColumn()
 		if kc.Kind == keyrange.KindUnsupported {
 			return fmt.Errorf("fake: create table %s: key column %q has type %s, which cannot be a key", name, k, t.cols[j].Declared())
@@ -287,7 +296,7 @@ func (db *DB) CreateTable(def TableDef) error {
 		t.keyNames = append(t.keyNames, k)
 		t.keyIdx = append(t.keyIdx, j)
 		t.keyCols = append(t.keyCols, kc)
-		t.order = append(t.order, keyPart{kind: kc.Kind, ci: kc.Collation.CaseInsensitive})
+		t.order = append(t.order, newKeyPart(kc))
 	}
 	t.rows.Store(&rowset{})
 	load, err := t.defRows(def.Rows)
@@ -372,7 +381,7 @@ func (db *DB) column(table string, cd ColumnDef) (source.Column, error) {
 	if err != nil {
 		return c, fmt.Errorf("fake: table %s, column %q: %w", table, cd.Name, err)
 	}
-	c.Name, c.Nullable = cd.Name, cd.Nullable
+	c.Name, c.Nullable, c.Computed = cd.Name, cd.Nullable, cd.Computed
 	switch c.Type {
 	case "char", "varchar", "nchar", "nvarchar", "text", "ntext":
 		c.Collation = cd.Collation

@@ -702,3 +702,32 @@ func TestConcurrentReadsAndCommits(t *testing.T) {
 	close(done)
 	check(t, <-errs)
 }
+
+// TestTurkicCollationsKeepIAndiApart: under Turkish and Azeri collations
+// I pairs with ı and İ with i (FACTS.md F23), so a table keyed by such a
+// column holds 'I' and 'i' as two rows, where Latin1_General_CI_AS makes
+// them one key.
+func TestTurkicCollationsKeepIAndiApart(t *testing.T) {
+	for _, tc := range []struct {
+		collation string
+		turkic    bool
+	}{{"Turkish_CI_AS", true}, {"Azeri_Latin_100_CI_AS", true}, {"Turkish_100_CI_AI", true}, {"Latin1_General_CI_AS", false}} {
+		t.Run(tc.collation, func(t *testing.T) {
+			db := stringKeyDB(t, tc.collation)
+			must[lsn.LSN](t)(db.Load("dbo", "names", fake.Row{"I", nil}, fake.Row{"a", nil}))
+			_, err := db.Load("dbo", "names", fake.Row{"i", nil})
+			if tc.turkic != (err == nil) {
+				t.Fatalf("load 'i' beside 'I': %v (Turkic %v)", err, tc.turkic)
+			}
+			conflicts := []string{"A", "a  "}
+			if tc.turkic {
+				conflicts = append(conflicts, "ı", "İ") // ı pairs with I, İ with i
+			}
+			for _, k := range conflicts {
+				if _, err := db.Load("dbo", "names", fake.Row{k, nil}); err == nil || !strings.Contains(err.Error(), "violates the primary key") {
+					t.Errorf("load %q: %v, want a primary key violation", k, err)
+				}
+			}
+		})
+	}
+}

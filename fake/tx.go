@@ -261,13 +261,13 @@ func (db *DB) commitLocked(stmts []stmt) (lsn.LSN, error) {
 			old := w.s.at(p)
 			if s.kind == opDelete {
 				w.deleteAt(p)
-				err = add(t, OperationDelete, cmd, old.vals, true)
+				err = add(t, OperationDelete, cmd, t.changeImage(OperationDelete, old.vals, nil), true)
 				break
 			}
 			nr := t.newRow(vals)
 			if sameKey(t.keyOf(old.vals), t.keyOf(nr.vals)) {
 				w.replaceAt(p, nr)
-				if err = add(t, OperationUpdateBefore, cmd, old.vals, true); err == nil {
+				if err = add(t, OperationUpdateBefore, cmd, t.changeImage(OperationUpdateBefore, old.vals, nr.vals), true); err == nil {
 					err = add(t, OperationUpdateAfter, cmd, nr.vals, false)
 				}
 				break
@@ -276,7 +276,7 @@ func (db *DB) commitLocked(stmts []stmt) (lsn.LSN, error) {
 			if err = insert(nr); err != nil {
 				break
 			}
-			if err = add(t, OperationDelete, cmd, old.vals, true); err == nil {
+			if err = add(t, OperationDelete, cmd, t.changeImage(OperationDelete, old.vals, nil), true); err == nil {
 				err = add(t, OperationInsert, cmd, nr.vals, true)
 			}
 		}
@@ -310,6 +310,50 @@ func (db *DB) commitLocked(stmts []stmt) (lsn.LSN, error) {
 		db.runCaptureJobLocked()
 	}
 	return commit, nil
+}
+
+// changeImage returns the values CDC records for a delete (1) or an
+// update's before image (3) of a row that held vals (FACTS.md F13): text,
+// ntext and image are NULL in both; varchar(max), nvarchar(max),
+// varbinary(max) and xml are NULL in a before image unless the update
+// (after) changed them. xml follows the (max) types: no documentation says
+// what CDC writes for it, and NULL is what a reader must be ready for.
+// Computed columns are NULL in every change row; the encoder writes them
+// NULL. vals itself is not changed.
+func (t *table) changeImage(op int32, vals, after []any) []any {
+	var out []any
+	for j, c := range t.cols {
+		if j >= len(vals) || vals[j] == nil {
+			continue
+		}
+		null := false
+		switch {
+		case c.Type == "text" || c.Type == "ntext" || c.Type == "image":
+			null = true
+		case op == OperationUpdateBefore && (c.Type == "xml" || c.Length < 0 && (c.Type == "varchar" || c.Type == "nvarchar" || c.Type == "varbinary")):
+			null = j < len(after) && sameValue(vals[j], after[j])
+		}
+		if null {
+			if out == nil {
+				out = append([]any(nil), vals...)
+			}
+			out[j] = nil
+		}
+	}
+	if out == nil {
+		return vals
+	}
+	return out
+}
+
+// sameValue reports whether two stored values are the same: an update
+// that leaves a (max) column so did not change it.
+func sameValue(a, b any) bool {
+	if x, ok := a.([]byte); ok {
+		y, ok := b.([]byte)
+		return ok && bytes.Equal(x, y)
+	}
+	return a == b
 }
 
 func (db *DB) now() time.Time {

@@ -240,7 +240,21 @@ func allDigits(s string) bool {
 // with keyrange.Compare.
 type keyPart struct {
 	kind keyrange.Kind
-	ci   bool
+	fold func(string) string // the collation's case folding; nil when case-sensitive
+}
+
+// newKeyPart orders key column c as keyrange.Compare does: case folded
+// under a case-insensitive collation, with Turkish rules under a Turkic one.
+func newKeyPart(c keyrange.Column) keyPart {
+	k := keyPart{kind: c.Kind}
+	switch {
+	case c.Kind != keyrange.KindString || !c.Collation.CaseInsensitive:
+	case c.Collation.Turkic:
+		k.fold = collate.FoldTurkic
+	default:
+		k.fold = collate.Fold
+	}
+	return k
 }
 
 // normalize returns the sort form of v, which must already have passed
@@ -251,8 +265,8 @@ func (k keyPart) normalize(v any) any {
 		return nil
 	case string:
 		t := strings.TrimRight(x, " ")
-		if k.ci {
-			t = collate.Fold(t)
+		if k.fold != nil {
+			t = k.fold(t)
 		}
 		if t == x {
 			return v

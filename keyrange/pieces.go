@@ -113,9 +113,10 @@ func (p Piece) InSeek(cols []Column, key Tuple) (bool, error) {
 // a > x: if x and u compare equal at the source (though they differ in
 // Go), the first group alone reads the range and the last reads nothing.
 //
-// Bound values equal by Compare (identical, or equal under the collation
-// rules Compare models: case folding, space padding) share an equality, so
-// the range seeks exactly its rows. Otherwise the pieces depend only on
+// Bound values certainly equal at the source (identical, equal but for
+// trailing spaces, or for the case of ASCII letters under a non-Turkic
+// case-insensitive collation; see sameValue) share an equality, so the range
+// seeks exactly its rows. Otherwise the pieces depend only on
 // which values are equal, never on Go's order of them, so they read every
 // row of the range exactly once under whatever collation the source
 // applies (accent-insensitive and linguistic ones included), the guards
@@ -218,14 +219,25 @@ func split(out *[]Piece, cols []Column, j int, prefix []any, lo, hi Tuple, guard
 }
 
 // sameValue reports whether two bound values are certainly equal at the
-// source: identical in Go, or equal by Compare (the collation rules Compare
-// models, case folding for _CI and space padding, are ones SQL Server
-// applies too). Then the bounds share an equality and the range seeks
-// exactly its rows; values equal only under rules Compare does not model
-// (accent-insensitive collations) fall to the guard instead.
+// source: identical in Go; for strings, equal under the rules every such
+// collation certainly has (Collation.CertainlyEqual: trailing spaces, and
+// the case of ASCII letters under a non-Turkic case-insensitive one); for
+// other kinds, equal by Compare (decimals by value, times by instant, -0 and
+// 0), which is the source's equality. Then the bounds share an equality and
+// the range seeks exactly its rows. Values equal only under rules not
+// certain here (accents, the case of 'I' under Turkish_CI_AS, any other
+// letter's case) fall to the guard, which reads every row once whatever
+// the source decides: sharing an equality the source does not have would
+// make a piece such as name = 'I' AND id >= 5 AND id < 3 and drop every row
+// between the bounds.
 func sameValue(c Column, a, b any) bool {
 	if identical(a, b) {
 		return true
+	}
+	if c.Kind == KindString {
+		x, ok1 := a.(string)
+		y, ok2 := b.(string)
+		return ok1 && ok2 && c.Collation.CertainlyEqual(x, y)
 	}
 	r, err := Compare(c, a, b)
 	return err == nil && r == 0

@@ -149,25 +149,62 @@ type Collation struct {
 	Name string `json:"name,omitempty"`
 	// CaseInsensitive makes 'n' equal 'N'.
 	CaseInsensitive bool `json:"ci,omitempty"`
+	// Turkic marks the Turkish and Azeri collations (and the Turkish code
+	// page 1254), whose case rules pair I with ı and İ with i: under them
+	// 'I' and 'i' are different keys. Compare models them with Turkish case
+	// mappings; Pieces never lets two bounds share an equality on the
+	// strength of their case rules.
+	Turkic bool `json:"turkic,omitempty"`
 }
 
 // ParseCollation derives the comparison rules from a SQL Server collation
 // name: a "CI" part ("Latin1_General_CI_AS") makes it case-insensitive; "CS",
 // "BIN" and "BIN2" do not. The name is split at underscores, so only a
-// whole part counts. Accent, kana and width sensitivity and the linguistic
-// order of a Windows collation are not modelled: the source applies them,
-// and Pieces stays correct whatever they are (see Pieces).
+// whole part counts. A name starting "Turkish_" or "Azeri_", or with the
+// Turkish code page ("SQL_Latin1_General_CP1254_CI_AS"), is Turkic.
+// Accent, kana and width sensitivity and the linguistic order of a Windows
+// collation are not modelled: the source applies them, and Pieces stays
+// correct whatever they are (see Pieces).
 func ParseCollation(name string) Collation {
-	ci, bin := false, false
-	for _, part := range strings.Split(strings.ToUpper(name), "_") {
-		switch part {
-		case "CI":
+	ci, bin, turkic := false, false, false
+	for i, part := range strings.Split(strings.ToUpper(name), "_") {
+		switch {
+		case part == "CI":
 			ci = true
-		case "BIN", "BIN2":
+		case part == "BIN" || part == "BIN2":
 			bin = true
+		case i == 0 && (part == "TURKISH" || part == "AZERI"), part == "CP1254":
+			turkic = true
 		}
 	}
-	return Collation{Name: name, CaseInsensitive: ci && !bin}
+	return Collation{Name: name, CaseInsensitive: ci && !bin, Turkic: turkic}
+}
+
+// fold returns s as the collation's equality sees it, trailing spaces
+// aside: case folded when the collation is case-insensitive.
+func (c Collation) fold(s string) string {
+	switch {
+	case !c.CaseInsensitive:
+		return s
+	case c.Turkic:
+		return collate.FoldTurkic(s)
+	}
+	return collate.Fold(s)
+}
+
+// CertainlyEqual reports whether SQL Server compares x and y equal under
+// the collation whatever else its rules say: they differ only in trailing
+// spaces (every collation pads), or, under a case-insensitive collation,
+// only in the case of ASCII letters as well, 'I' and 'i' excepted under a
+// Turkic one. Compare's model of case folding goes further (it folds every
+// letter), but that model is not the server's rule for every letter of
+// every collation, so Pieces shares an equality between bounds only when
+// this holds.
+func (c Collation) CertainlyEqual(x, y string) bool {
+	if collate.ComparePadded(x, y) == 0 {
+		return true
+	}
+	return c.CaseInsensitive && collate.EqualASCIIFold(x, y, c.Turkic)
 }
 
 // Column is one key column as planning needs it.
@@ -314,13 +351,11 @@ func compareUUID(x, y UUID) int {
 	return bytes.Compare(kx[:], ky[:])
 }
 
-// compareStrings folds case when the collation is case-insensitive, then
-// compares with SQL Server's space padding (collate.ComparePadded).
+// compareStrings folds case when the collation is case-insensitive (with
+// Turkish rules when it is Turkic), then compares with SQL Server's space
+// padding (collate.ComparePadded).
 func compareStrings(c Collation, x, y string) int {
-	if c.CaseInsensitive {
-		x, y = collate.Fold(x), collate.Fold(y)
-	}
-	return collate.ComparePadded(x, y)
+	return collate.ComparePadded(c.fold(x), c.fold(y))
 }
 
 // CollationKey returns a string that is equal for two values exactly when
@@ -336,11 +371,7 @@ func CollationKey(c Column, v any) (string, error) {
 		if !ok {
 			return "", fmt.Errorf("keyrange: column %q (%s) cannot hold %T", c.Name, c.Kind, v)
 		}
-		s = strings.TrimRight(s, " ")
-		if c.Collation.CaseInsensitive {
-			s = collate.Fold(s)
-		}
-		return "s" + s, nil
+		return "s" + c.Collation.fold(strings.TrimRight(s, " ")), nil
 	case KindDecimal:
 		d, ok := v.(Decimal)
 		if !ok {

@@ -123,6 +123,9 @@ type BackfillPlan struct {
 	// chunk, when it is.
 	Strategy string `json:"strategy"`
 	Reason   string `json:"reason,omitempty"`
+	// Warnings say what makes the read costlier than its plan looks (a
+	// nonclustered key index, for one); they are logged too.
+	Warnings []string `json:"warnings,omitempty"`
 	// Ranges are the chunks, by number.
 	Ranges []keyrange.Range `json:"ranges"`
 	// ChunkRows is the rows per chunk asked for (zero: Chunks NTILE-equal).
@@ -411,6 +414,9 @@ func NewBackfillPlan(ctx context.Context, src source.Source, opts BackfillOption
 	}
 	if plan.Reason != "" {
 		opts.Logger.InfoContext(ctx, "reading the table as one chunk", "capture_instance", ci.Name, "reason", plan.Reason)
+	} else if w := keyIndexWarning(ci); w != "" {
+		plan.Warnings = append(plan.Warnings, w)
+		opts.Logger.WarnContext(ctx, w, "capture_instance", ci.Name)
 	}
 	opts.Logger.InfoContext(ctx, "chunked snapshot planned", "capture_instance", ci.Name, "lsn", s, "strategy", plan.Strategy, "chunks", len(plan.Ranges), "estimated_rows", plan.EstimatedRows)
 	return plan, nil

@@ -75,6 +75,9 @@ type Plan struct {
 	Strategy string `json:"strategy"`
 	// Reason says why the key is read as one range, when it is.
 	Reason string `json:"reason,omitempty"`
+	// Warnings say what makes the read costlier than its plan looks (a
+	// nonclustered key index, for one); they are logged too.
+	Warnings []string `json:"warnings,omitempty"`
 	// Ranges are the partitions, by index.
 	Ranges []keyrange.Range `json:"ranges"`
 	// EstimatedRows is the table's row count from metadata, -1 if unknown.
@@ -236,6 +239,10 @@ func planRanges(ctx context.Context, src source.Source, ci *source.CaptureInstan
 	}
 	strategy, reason := keyrange.Choose(key, opts.Partitions)
 	plan.Strategy, plan.Reason = strategy.String(), reason
+	if w := keyIndexWarning(ci); w != "" && strategy != keyrange.Single {
+		plan.Warnings = append(plan.Warnings, w)
+		opts.Logger.WarnContext(ctx, w, "capture_instance", ci.Name)
+	}
 	switch strategy {
 	case keyrange.Uniform:
 		lo, hi, ok, err := src.IntKeyBounds(ctx, ci)
@@ -264,6 +271,16 @@ func planRanges(ctx context.Context, src source.Source, ci *source.CaptureInstan
 		opts.Logger.InfoContext(ctx, "reading the table as one partition", "capture_instance", ci.Name, "reason", plan.Reason)
 	}
 	return nil
+}
+
+// keyIndexWarning says when ci's key comes from a nonclustered index: a
+// range of it is then an index seek plus a key lookup per row, or a scan of
+// the whole table, per partition (FACTS.md F36).
+func keyIndexWarning(ci *source.CaptureInstance) string {
+	if ci.KeyIndex == nil || ci.KeyIndex.Clustered {
+		return ""
+	}
+	return fmt.Sprintf("the key's unique index %s is nonclustered: each key range costs an index seek plus a key lookup per row, or a scan of the table; a clustered index on the key, or fewer partitions, reads less", ci.KeyIndex.Name)
 }
 
 // seeker adapts a Source to keyrange.Seeker for one capture instance.

@@ -428,3 +428,41 @@ func TestChangesDataLoss(t *testing.T) {
 	}
 	_ = array.RecordReader(rr)
 }
+
+// nonclusteredKey is a source whose capture instance's unique index is
+// nonclustered, as source/sqlserver describes one (FACTS.md F36).
+type nonclusteredKey struct{ *fake.DB }
+
+func (s nonclusteredKey) CaptureInstance(ctx context.Context, name string) (*source.CaptureInstance, error) {
+	ci, err := s.DB.CaptureInstance(ctx, name)
+	if err == nil {
+		ci.KeyIndex = &source.Index{Name: "UX_orders_id", Clustered: false}
+	}
+	return ci, err
+}
+
+// TestPlansSayTheKeyIndexIsNonclustered: a plan over a nonclustered key
+// index carries a warning naming it, as does a chunked one; a clustered
+// one carries none.
+func TestPlansSayTheKeyIndexIsNonclustered(t *testing.T) {
+	ctx := context.Background()
+	db := ordersDB(t, fake.Options{}, 100)
+	plan, err := snapshot.NewPlan(ctx, nonclusteredKey{db}, snapshot.Options{CaptureInstance: "dbo_orders", Partitions: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Warnings) != 1 || !strings.Contains(plan.Warnings[0], "UX_orders_id is nonclustered") {
+		t.Errorf("plan warnings %q", plan.Warnings)
+	}
+	bp, err := snapshot.NewBackfillPlan(ctx, nonclusteredKey{db}, snapshot.BackfillOptions{CaptureInstance: "dbo_orders", Chunks: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bp.Warnings) != 1 || !strings.Contains(bp.Warnings[0], "nonclustered") {
+		t.Errorf("backfill plan warnings %q", bp.Warnings)
+	}
+	plan, err = snapshot.NewPlan(ctx, db, snapshot.Options{CaptureInstance: "dbo_orders", Partitions: 4})
+	if err != nil || len(plan.Warnings) != 0 {
+		t.Errorf("clustered: %v, warnings %q", err, plan.Warnings)
+	}
+}

@@ -27,7 +27,17 @@ type Column struct {
 	// Collation is the column's collation for string types, "" when not
 	// visible.
 	Collation string `json:"collation,omitempty"`
-	Nullable  bool   `json:"nullable"`
+	// CodePage is the code page of a char, varchar or text column's
+	// collation (COLLATIONPROPERTY(collation, 'CodePage'): 1252, 1253,
+	// 65001 for a _UTF8 collation), 0 when not known. A source reads such a
+	// column as Unicode text where its driver cannot decode the code page.
+	CodePage int `json:"code_page,omitempty"`
+	// Nullable is the table column's nullability (sys.columns.is_nullable).
+	Nullable bool `json:"nullable"`
+	// Computed marks a computed column (sys.columns.is_computed). CDC writes
+	// NULL for it in every change row, so a source reads it as NULL in
+	// snapshots too, and snapshot and stream agree.
+	Computed bool `json:"computed,omitempty"`
 }
 
 // Declared returns the type as it would be declared: "varchar(20)",
@@ -36,8 +46,11 @@ type Column struct {
 func (c Column) Declared() string {
 	switch c.Type {
 	case "char", "varchar", "nchar", "nvarchar", "binary", "varbinary":
-		if c.Length < 0 {
+		switch {
+		case c.Length < 0:
 			return c.Type + "(max)"
+		case c.Length == 0:
+			return c.Type + "(length unknown)"
 		}
 		return c.Type + "(" + strconv.Itoa(c.Length) + ")"
 	case "decimal", "numeric":
@@ -211,9 +224,18 @@ func (c Column) ArrowType() (arrow.DataType, error) {
 	return t, nil
 }
 
-// KeyColumn describes the column as a key column for planning.
+// KeyColumn describes the column as a key column for planning. A length
+// type whose length is not known has no bound a source can cast to:
+// KindUnsupported, which keeps the key in one partition.
 func (c Column) KeyColumn() keyrange.Column {
 	k := keyrange.Column{Name: c.Name, SQLType: c.Declared()}
+	switch c.Type {
+	case "char", "varchar", "nchar", "nvarchar", "binary", "varbinary":
+		if c.Length == 0 {
+			k.Kind = keyrange.KindUnsupported
+			return k
+		}
+	}
 	switch c.Type {
 	case "tinyint", "smallint", "int", "bigint":
 		k.Kind = keyrange.KindInt
@@ -245,8 +267,14 @@ func (c Column) KeyColumn() keyrange.Column {
 	return k
 }
 
-// ArrowSchema returns the Arrow schema of rows of these columns, every
-// field nullable as the column is.
+// ArrowSchema returns the Arrow schema of rows of these columns: of a
+// snapshot's rows and, with the change metadata after them, of change rows
+// (ChangeSchema), so the bronze table has one schema for both. Every field
+// is nullable, whatever the table column says: change rows carry NULL
+// where the table holds none (FACTS.md F13: computed columns always; text,
+// ntext and image in deletes and update-before images; the (max) types in
+// update-before images of updates that left them alone; and, seen by a
+// peer on SQL Server 2022, NOT NULL columns of delete rows).
 func ArrowSchema(cols []Column) (*arrow.Schema, error) {
 	fields := make([]arrow.Field, len(cols))
 	for i, c := range cols {
@@ -254,7 +282,7 @@ func ArrowSchema(cols []Column) (*arrow.Schema, error) {
 		if err != nil {
 			return nil, err
 		}
-		fields[i] = arrow.Field{Name: c.Name, Type: t, Nullable: c.Nullable}
+		fields[i] = arrow.Field{Name: c.Name, Type: t, Nullable: true}
 	}
 	return arrow.NewSchema(fields, nil), nil
 }

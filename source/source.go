@@ -57,6 +57,26 @@ func (e *AmbiguousError) Error() string {
 	return fmt.Sprintf("capture instance %q is ambiguous: it matches %s ignoring case", e.Name, strings.Join(e.Matches, " and "))
 }
 
+// AccessError means a capture instance the source described cannot be read
+// now: SQL Server answers sys.fn_cdc_get_min_lsn with 0x00… both for an
+// instance that does not exist (dropped, sys.sp_cdc_disable_table) and for
+// a caller who may not read its changes (not in its gating role, or
+// without SELECT on a captured column), and does not say which (FACTS.md
+// F07). It wraps ErrNotFound.
+type AccessError struct {
+	CaptureInstance string
+	// Reason says what the source saw.
+	Reason string
+}
+
+// Error implements error.
+func (e *AccessError) Error() string {
+	return fmt.Sprintf("capture instance %q cannot be read: %s (dropped, or the login may no longer read its changes)", e.CaptureInstance, e.Reason)
+}
+
+// Unwrap returns ErrNotFound.
+func (e *AccessError) Unwrap() error { return ErrNotFound }
+
 // DataLossError reports a change read from below the minimum LSN. It wraps
 // ErrDataLoss.
 type DataLossError struct {
@@ -135,6 +155,19 @@ type CaptureInstance struct {
 	// Key names the columns of the instance's unique index, in index order
 	// (index_column_list); empty when the instance has none.
 	Key []string `json:"key"`
+	// KeyIndex describes that index when the source knows it.
+	KeyIndex *Index `json:"key_index,omitempty"`
+}
+
+// Index describes the unique index a capture instance's key comes from.
+type Index struct {
+	// Name is the index's name (index_name of
+	// sys.sp_cdc_help_change_data_capture).
+	Name string `json:"name"`
+	// Clustered is true for the table's clustered index: a key range of it
+	// is one seek that reads only its rows. A range of a nonclustered index
+	// is a seek plus a key lookup per row, or a scan of the table.
+	Clustered bool `json:"clustered"`
 }
 
 // KeyColumns returns the key as keyrange needs it.
@@ -182,8 +215,11 @@ type Source interface {
 	MaxLSN(ctx context.Context) (lsn.LSN, error)
 
 	// MinLSN returns sys.fn_cdc_get_min_lsn(ci) and true, or false when the
-	// function returns NULL or the zero LSN, as it does for a new instance
-	// until the capture job reaches its start_lsn.
+	// function returns NULL, as it does for a new instance until the
+	// capture job reaches its start_lsn. The zero LSN, which SQL Server
+	// returns for an instance that does not exist or that the caller may
+	// not read, is an *AccessError (or a *NotFoundError), never "no
+	// changes yet".
 	MinLSN(ctx context.Context, ci string) (lsn.LSN, bool, error)
 
 	// LSNTime returns sys.fn_cdc_map_lsn_to_time(l) as an instant in UTC:
@@ -221,8 +257,10 @@ type Source interface {
 	// __$seqval, __$operation) (a source that cannot read __$command_id,
 	// such as cdc.fn_cdc_get_all_changes_<ci>, leaves it NULL and orders by
 	// the rest), with updates as before (3) and after (4) images. from below
-	// the instance's minimum LSN is a *DataLossError; an empty interval
-	// (from > to), or an instance whose minimum LSN is still NULL, is an
-	// empty reader.
+	// the instance's minimum LSN is a *DataLossError, as is a minimum LSN
+	// that cleanup raised above from while the changes were read; an
+	// instance the caller may no longer read is an *AccessError; an empty
+	// interval (from > to), or an instance whose minimum LSN is still NULL,
+	// is an empty reader.
 	ReadChanges(ctx context.Context, ci *CaptureInstance, from, to lsn.LSN) (array.RecordReader, error)
 }

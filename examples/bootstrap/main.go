@@ -15,6 +15,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,6 +27,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/cdcsnap/cdcsnap/lsn"
+	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
 	"github.com/cdcsnap/cdcsnap/sink/delta/fastsnappy"
 	"github.com/cdcsnap/cdcsnap/snapshot"
@@ -81,9 +83,16 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if cfg.verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
+	table, err := delta.Open(ctx, cfg.target, delta.Options{Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer table.Close()
+
 	var (
-		src  changeSource
-		demo *demoDB
+		src     changeSource
+		demo    *demoDB
+		earlier bool // the demo's table holds a snapshot of an earlier run
 	)
 	if cfg.dsn != "" {
 		s, closeDB, err := openSQLServer(ctx, cfg.dsn, logger)
@@ -93,22 +102,35 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		defer closeDB()
 		src = s
 	} else {
+		cfg.instance = demoInstance
+		// The demo database lives in this process's memory: a snapshot in
+		// the table came from an earlier run's database, which is gone.
+		// Finding it is the rerun the library promises; building a new
+		// demo only to read nothing would be wasted work.
+		old, err := table.FindSnapshot(ctx, demoInstance)
+		switch {
+		case err == nil && !cfg.resnapshot:
+			next, err := old.LSN.Next()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "snapshot exists: %s already holds a snapshot of %s at LSN %s (version %d); read nothing\n", cfg.target, demoInstance, old.LSN, old.Version)
+			fmt.Fprintf(stdout, "stream:   start after %s (first LSN to read: %s)\n", old.LSN, next)
+			fmt.Fprintln(stdout, "demo:     that snapshot's demo database lived in the memory of the run that took it; -target <new folder> runs the whole demo again")
+			return nil
+		case err == nil:
+			earlier = true
+		case !errors.Is(err, sink.ErrNotFound):
+			return err
+		}
 		start := time.Now()
-		var err error
 		demo, err = newDemo(cfg.rows)
 		if err != nil {
 			return err
 		}
-		cfg.instance = demoInstance
 		src = demo.db
 		fmt.Fprintf(stdout, "demo source: fake CDC database, table %s with %d rows (built in %s)\n", demoTable, cfg.rows, time.Since(start).Round(time.Millisecond))
 	}
-
-	table, err := delta.Open(ctx, cfg.target, delta.Options{Logger: logger})
-	if err != nil {
-		return err
-	}
-	defer table.Close()
 
 	tty := false
 	if f, ok := stderr.(*os.File); ok {
@@ -176,8 +198,8 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	} else {
 		fmt.Fprintf(stdout, "changes:  %d change rows committed during the snapshot streamed from %s to %s, delta version %d\n", changes, from, to, version)
 	}
-	if res.Existing {
-		fmt.Fprintln(stdout, "check:    skipped (the table's snapshot came from an earlier run of a different demo database; pass -resnapshot or a new -target)")
+	if earlier {
+		fmt.Fprintln(stdout, "check:    skipped: the table also holds an earlier run's snapshot and changes, of a demo database that no longer exists")
 		return nil
 	}
 	keys, diff, err := demo.verify(ctx, table)

@@ -1,6 +1,7 @@
 // Package collate holds SQL Server's string comparison rules that keyrange
 // and the fake share: case folding for case-insensitive collations and the
-// padding of the shorter string with spaces.
+// padding of the shorter string with spaces (source/sqlserver/FACTS.md,
+// F22 and F23).
 package collate
 
 import (
@@ -8,9 +9,48 @@ import (
 	"unicode"
 )
 
-// Fold folds case the way a case-insensitive collation treats letters.
+// Fold folds case the way cdcsnap models a case-insensitive collation:
+// Unicode simple case mappings. Under Turkish and Azeri collations use
+// FoldTurkic instead.
 func Fold(s string) string {
 	return strings.Map(func(r rune) rune { return unicode.ToLower(unicode.ToUpper(r)) }, s)
+}
+
+// FoldTurkic folds case as Turkish and Azeri do: dotted and dotless I are
+// two letters, I pairs with ı and İ with i, so 'I' and 'i' differ.
+func FoldTurkic(s string) string {
+	return strings.Map(func(r rune) rune { return unicode.TurkishCase.ToLower(unicode.TurkishCase.ToUpper(r)) }, s)
+}
+
+// EqualASCIIFold reports whether x and y are equal when ASCII letters are
+// folded to one case and trailing spaces are ignored: the equality every
+// case-insensitive collation certainly has. Under Turkish and Azeri ones
+// (turkic) 'I' and 'i' are two letters, so they must match as they are.
+// Any other character must match byte for byte.
+func EqualASCIIFold(x, y string, turkic bool) bool {
+	x, y = strings.TrimRight(x, " "), strings.TrimRight(y, " ")
+	if len(x) != len(y) {
+		return false
+	}
+	for i := 0; i < len(x); i++ {
+		a, b := x[i], y[i]
+		if a == b {
+			continue
+		}
+		if turkic && (a == 'I' || a == 'i' || b == 'I' || b == 'i') {
+			return false
+		}
+		if 'A' <= a && a <= 'Z' {
+			a += 'a' - 'A'
+		}
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		if a != b {
+			return false
+		}
+	}
+	return true
 }
 
 // ComparePadded compares as SQL Server does: the shorter string padded with

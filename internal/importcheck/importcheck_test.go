@@ -7,6 +7,7 @@ package importcheck
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"go/format"
@@ -147,7 +148,11 @@ func program(t *testing.T, root string) []byte {
 // TestImportedModule writes a fresh module that requires cdcsnap (replaced
 // by this checkout), runs the usage program twice with the go command, and
 // checks its output and the Delta table it wrote. It needs no network:
-// the module cache serves every dependency (GOPROXY=off).
+// the fresh module requires every module at the version cdcsnap's go.mod
+// names, so the go command needs only what building cdcsnap's own tests
+// put in the module cache (GOPROXY=off). Left to resolve its requirements
+// itself (-mod=mod), it would read go.mod files that cdcsnap's pruned
+// module graph never loads, and fail on a fresh machine.
 func TestImportedModule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("importcheck builds a fresh module with the go command (slow); skipped under -short")
@@ -158,19 +163,22 @@ func TestImportedModule(t *testing.T) {
 	}
 	root := repoRoot(t)
 	dir := t.TempDir()
-	gomod := fmt.Sprintf("module example.com/importcheck\n\ngo 1.26.0\n\nrequire github.com/cdcsnap/cdcsnap v0.0.0\n\nreplace github.com/cdcsnap/cdcsnap => %s\n", root)
+	gomod, err := freshGoMod(t, goBin, root)
+	if err != nil {
+		t.Fatal(err)
+	}
 	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, data := range map[string][]byte{"go.mod": []byte(gomod), "go.sum": sum, "main.go": program(t, root)} {
+	for name, data := range map[string][]byte{"go.mod": gomod, "go.sum": sum, "main.go": program(t, root)} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	env := append(os.Environ(),
-		"GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"), // fill in the fresh module's requirements from cdcsnap's go.mod
-		"GOPROXY=off", // offline: the module cache has every dependency
+		"GOFLAGS=-mod=readonly", // the fresh go.mod is complete: nothing to resolve
+		"GOPROXY=off",           // offline: the module cache has every dependency
 		"GOWORK=off",
 		"GOTOOLCHAIN=local",
 	)
@@ -183,7 +191,7 @@ func TestImportedModule(t *testing.T) {
 		if err := cmd.Run(); err != nil {
 			var exit *exec.ExitError
 			if errors.As(err, &exit) && strings.Contains(stderr.String(), "GOPROXY=off") {
-				t.Fatalf("go run needs a module the cache lacks (run `go mod download` in the repository once): %v\n%s", err, &stderr)
+				t.Fatalf("go run needs a module that building cdcsnap's tests did not put in the module cache: %v\n%s", err, &stderr)
 			}
 			t.Fatalf("go run . in a fresh module: %v\nstdout:\n%s\nstderr:\n%s", err, &stdout, &stderr)
 		}
@@ -204,4 +212,31 @@ func TestImportedModule(t *testing.T) {
 	if m2 == nil || m2[1] != "0" || m2[2] != m[2] || m2[3] != m[3] {
 		t.Errorf("rerun printed %q, want 0 rows at the first run's LSN %s", second, m[2])
 	}
+}
+
+// freshGoMod returns the go.mod of a module that requires cdcsnap, replaced
+// by the checkout at root, and every module cdcsnap's go.mod requires at
+// the same version (read with go mod edit -json).
+func freshGoMod(t *testing.T, goBin, root string) ([]byte, error) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), goBin, "mod", "edit", "-json")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go mod edit -json in %s: %w", root, err)
+	}
+	var mod struct {
+		Go      string
+		Require []struct{ Path, Version string }
+	}
+	if err := json.Unmarshal(out, &mod); err != nil {
+		return nil, fmt.Errorf("go mod edit -json: %w", err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "module example.com/importcheck\n\ngo %s\n\nrequire (\n\tgithub.com/cdcsnap/cdcsnap v0.0.0\n", mod.Go)
+	for _, r := range mod.Require {
+		fmt.Fprintf(&b, "\t%s %s\n", r.Path, r.Version)
+	}
+	fmt.Fprintf(&b, ")\n\nreplace github.com/cdcsnap/cdcsnap => %s\n", root)
+	return []byte(b.String()), nil
 }

@@ -74,8 +74,9 @@ func Word(r *rand.Rand, alphabet string, maxLen int) string {
 
 // Shapes returns the standard layouts, with small key spaces so that
 // random keys collide: a sparse and skewed bigint key; a composite
-// case-insensitive varchar + int key; a case-insensitive string key; and
-// a binary-collation nvarchar + date + smallint key. Their datetime2
+// case-insensitive varchar + int key; a case-insensitive string key; a
+// binary-collation nvarchar + date + smallint key; and a Turkish_CI_AS
+// varchar + int key with large-object and computed columns. Their datetime2
 // values are truncated to precision: Tick keeps all of them,
 // time.Microsecond only what a Delta timestamp holds.
 func Shapes(precision time.Duration) []Shape {
@@ -136,6 +137,33 @@ func Shapes(precision time.Duration) []Shape {
 			Row: func(r *rand.Rand) fake.Row {
 				d := time.Date(2026, 1, 1+r.IntN(3), 0, 0, 0, 0, time.UTC)
 				return fake.Row{Word(r, "aAb", 2), d, int64(r.IntN(4)), r.IntN(2) == 0}
+			},
+		},
+		{
+			// Turkish rules: 'I' and 'i' are two keys, 'I' and 'ı' one
+			// (FACTS.md F23); the keys hold no two that only Turkish rules
+			// make equal, so planning shares every equality the model has
+			// (see keyrange.Collation.CertainlyEqual) and each range still
+			// reads exactly its rows. The other columns are those CDC writes NULL
+			// for in some change rows (F13): a computed column always, text
+			// in deletes and before images, the (max) types in before
+			// images of updates that left them alone, which a small
+			// alphabet makes common.
+			Name: "turkish-lob",
+			Columns: []fake.ColumnDef{
+				{Name: "name", Type: "varchar(10)", Collation: "Turkish_CI_AS"}, {Name: "id", Type: "int"},
+				{Name: "body", Type: "nvarchar(max)", Nullable: true}, {Name: "note", Type: "text", Collation: "Turkish_CI_AS", Nullable: true},
+				{Name: "blob", Type: "varbinary(max)", Nullable: true}, {Name: "total", Type: "int", Computed: true, Nullable: true},
+			},
+			Key: []string{"name", "id"},
+			Row: func(r *rand.Rand) fake.Row {
+				names := []string{"I", "i", "ıb", "İc", "Ia", "ia", "a", "A"}
+				id := int64(r.IntN(12))
+				var blob any
+				if r.IntN(3) > 0 {
+					blob = []byte(Word(r, "01", 1))
+				}
+				return fake.Row{names[r.IntN(len(names))], id, Word(r, "xy", 1), Word(r, "pq", 3), blob, id * 2}
 			},
 		},
 	}

@@ -498,18 +498,20 @@ func (t *Table) putIfAbsent(ctx context.Context, key string, data []byte) error 
 	return nil
 }
 
-// localTempDir holds a local table's temporary log files, outside
-// _delta_log so that no reader listing the log sees them come and go.
-const localTempDir = "_cdcsnap_tmp"
+// localTempPattern names a local table's temporary log files. They live in
+// _delta_log itself, as Spark's and delta-rs's do (a dot-file of Spark's
+// log store, _commit_<uuid>.json.tmp of delta-rs): the same file system for
+// link and rename, nothing left beside the table, and a name no Delta
+// reader takes for a commit or checkpoint.
+const localTempPattern = ".cdcsnap-*.tmp"
 
-// localTemp writes data to a synced temporary file in the table folder
-// (same file system as _delta_log, for link and rename).
+// localTemp writes data to a synced temporary file in _delta_log.
 func (t *Table) localTemp(data []byte) (string, error) {
-	dir := filepath.Join(t.localRoot, localTempDir)
+	dir := filepath.Join(t.localRoot, "_delta_log")
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return "", err
 	}
-	tmp, err := os.CreateTemp(dir, "log-*.tmp")
+	tmp, err := os.CreateTemp(dir, localTempPattern)
 	if err != nil {
 		return "", err
 	}

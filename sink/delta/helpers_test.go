@@ -3,8 +3,6 @@ package delta
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/cdcsnap/cdcsnap/internal/testenv"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink"
 )
@@ -218,11 +217,7 @@ func readAll(t testing.TB, tb *Table) arrow.Table {
 
 func sharedTable(t *testing.T, name string) string {
 	t.Helper()
-	p := filepath.Join("..", "..", "..", "shared", "testdata", "delta", name)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("shared Delta test table %s not found (%v): the tests read /work/shared/testdata/delta next to the repository", p, err)
-	}
-	return p
+	return testenv.SharedDeltaTable(t, name)
 }
 
 // readFile reads data file f of tb alone, as one record batch.

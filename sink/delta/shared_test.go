@@ -5,15 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/cdcsnap/cdcsnap/internal/testenv"
 )
 
-// sharedTables are the delta-rs test tables in /work/shared/testdata/delta
+// sharedTables are the delta-rs test tables in ../shared/testdata/delta
 // with the versions and live file counts delta-rs 1.6.6 reports, or the
 // feature the reader must refuse.
 var sharedTables = []struct {
@@ -92,11 +93,7 @@ func TestSharedTablesReadRows(t *testing.T) {
 
 func pythonOrSkip(t *testing.T) string {
 	t.Helper()
-	py := os.Getenv("CDCSNAP_PYTHON")
-	if py == "" {
-		t.Skip("CDCSNAP_PYTHON is not set: set it to the interop venv's python (CDCSNAP_PYTHON=$(.ci/pyenv)) to compare with delta-rs and DuckDB")
-	}
-	return py
+	return testenv.Python(t, "delta-rs and DuckDB read sink/delta's tables")
 }
 
 func runPython(t *testing.T, py string, out any, args ...string) {

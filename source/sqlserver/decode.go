@@ -1,6 +1,7 @@
 package sqlserver
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/big"
@@ -462,10 +463,15 @@ type rowDecoder struct {
 	apps []appender
 	src  []int
 	rows int
+	// fill, when set, completes a row before it is decoded.
+	fill func(row []any)
 }
 
 // Append decodes one row of driver values.
 func (d *rowDecoder) Append(row []any) error {
+	if d.fill != nil {
+		d.fill(row)
+	}
 	for i, a := range d.apps {
 		var v any
 		if j := d.src[i]; j >= 0 {
@@ -495,45 +501,61 @@ func (d *rowDecoder) Flush() arrow.RecordBatch {
 // Release frees the builders.
 func (d *rowDecoder) Release() { d.b.Release() }
 
+// capturedDecoder starts a decoder of schema whose first fields are cols,
+// each read from the result column readList assigns it, offset by lead
+// columns before them (a computed column is not read: NULL).
+func capturedDecoder(schema *arrow.Schema, cols []source.Column, o decodeOptions, lead int) (*rowDecoder, int, error) {
+	d := &rowDecoder{schema: schema}
+	n := 0
+	for _, c := range cols {
+		a, err := columnAppender(c, o)
+		if err != nil {
+			return nil, 0, err
+		}
+		d.apps = append(d.apps, a)
+		if _, read := readExpr(c, "", ""); !read {
+			d.src = append(d.src, -1)
+			continue
+		}
+		d.src = append(d.src, lead+n)
+		n++
+	}
+	return d, n, nil
+}
+
 // newTableDecoder decodes rows of ReadRange: the captured columns in order.
 func newTableDecoder(cols []source.Column, o decodeOptions) (*rowDecoder, error) {
 	schema, err := source.ArrowSchema(cols)
 	if err != nil {
 		return nil, err
 	}
-	d := &rowDecoder{schema: schema}
-	for i, c := range cols {
-		a, err := columnAppender(c, o)
-		if err != nil {
-			return nil, err
-		}
-		d.apps = append(d.apps, a)
-		d.src = append(d.src, i)
+	d, _, err := capturedDecoder(schema, cols, o, 0)
+	if err != nil {
+		return nil, err
 	}
 	d.b = array.NewRecordBuilder(memoryAllocator(), schema)
 	return d, nil
 }
 
-// Change rows come back as __$start_lsn, __$seqval, __$operation, the
-// captured columns, then the commit time (see ChangesStatement).
-const changeLeading = 3
-
-// newChangeDecoder decodes rows of ChangesStatement into ChangeSchema.
-func newChangeDecoder(cols []source.Column, o decodeOptions) (*rowDecoder, error) {
+// newChangeDecoder decodes rows of ChangeTableStatement (commandID) or
+// ChangesStatement into ChangeSchema: __$start_lsn, __$seqval,
+// __$operation, __$command_id when read, the captured columns that are
+// read, then the commit time, NULL on the rows after the first of an LSN
+// (see changeSelect), which the decoder fills from that first row.
+func newChangeDecoder(cols []source.Column, o decodeOptions, commandID bool) (*rowDecoder, error) {
 	schema, err := source.ChangeSchema(cols)
 	if err != nil {
 		return nil, err
 	}
-	d := &rowDecoder{schema: schema}
-	for i, c := range cols {
-		a, err := columnAppender(c, o)
-		if err != nil {
-			return nil, err
-		}
-		d.apps = append(d.apps, a)
-		d.src = append(d.src, changeLeading+i)
+	lead := 3
+	if commandID {
+		lead = 4
 	}
-	n := len(cols)
+	d, n, err := capturedDecoder(schema, cols, o, lead)
+	if err != nil {
+		return nil, err
+	}
+	tsAt := lead + n
 	op := func(b array.Builder, v any) error {
 		x, ok := v.(int64)
 		if !ok {
@@ -545,7 +567,18 @@ func newChangeDecoder(cols []source.Column, o decodeOptions) (*rowDecoder, error
 		b.(*array.Int32Builder).Append(int32(x))
 		return nil
 	}
-	commandID := func(b array.Builder, v any) error { b.AppendNull(); return nil }
+	cmdID := func(b array.Builder, v any) error {
+		if v == nil {
+			b.AppendNull()
+			return nil
+		}
+		x, ok := v.(int64)
+		if !ok || x < math.MinInt32 || x > math.MaxInt32 {
+			return fmt.Errorf("__$command_id: unexpected driver value %T %v", v, v)
+		}
+		b.(*array.Int32Builder).Append(int32(x))
+		return nil
+	}
 	commitTS := func(b array.Builder, v any) error {
 		if v == nil {
 			b.AppendNull()
@@ -558,8 +591,26 @@ func newChangeDecoder(cols []source.Column, o decodeOptions) (*rowDecoder, error
 		b.(*array.TimestampBuilder).Append(arrow.Timestamp(serverTime(x, o.serverTZ).UnixMicro()))
 		return nil
 	}
-	d.apps = append(d.apps, op, lsnAppender("__$start_lsn"), lsnAppender("__$seqval"), commandID, commitTS)
-	d.src = append(d.src, 2, 0, 1, -1, changeLeading+n)
+	cmdSrc := -1
+	if commandID {
+		cmdSrc = 3
+	}
+	d.apps = append(d.apps, op, lsnAppender("__$start_lsn"), lsnAppender("__$seqval"), cmdID, commitTS)
+	d.src = append(d.src, 2, 0, 1, cmdSrc, tsAt)
+	var lastLSN []byte
+	var lastTS any
+	d.fill = func(row []any) {
+		if len(row) <= tsAt {
+			return
+		}
+		l, _ := row[0].([]byte)
+		if row[tsAt] == nil && lastLSN != nil && bytes.Equal(l, lastLSN) {
+			row[tsAt] = lastTS
+			return
+		}
+		lastLSN = append(lastLSN[:0], l...)
+		lastTS = row[tsAt]
+	}
 	d.b = array.NewRecordBuilder(memoryAllocator(), schema)
 	return d, nil
 }

@@ -243,48 +243,77 @@ func withCollation(c source.Column) source.Column {
 	return c
 }
 
+// TestChangeRows decodes change rows as both change reads return them:
+// from the change table with __$command_id, and from the change function
+// without it. The commit time comes on the first row of each LSN only
+// (changeSelect); the decoder fills the rest of that LSN from it and
+// leaves a NULL on a new LSN alone.
 func TestChangeRows(t *testing.T) {
-	cols := []source.Column{{Name: "id", Type: "int"}, {Name: "amount", Type: "money", Nullable: true}}
-	d, err := newChangeDecoder(cols, decodeOptions{serverTZ: time.FixedZone("BRT", -3*3600)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Release()
+	cols := []source.Column{{Name: "id", Type: "int"}, {Name: "amount", Type: "money", Nullable: true}, {Name: "total", Type: "int", Computed: true}}
 	l1 := mustLSN("0x0000002A00000F380003")
+	l2 := mustLSN("0x0000002A00000F380009")
 	s1 := mustLSN("0x0000002A00000F380002")
 	commit := time.Date(2024, 5, 1, 9, 0, 0, 3000000, time.UTC) // server local (BRT) wall clock
-	for _, op := range []int64{3, 4} {
-		if err := d.Append([]any{l1.Bytes(), s1.Bytes(), op, int64(7), []byte("1.5000"), commit}); err != nil {
+	for _, commandID := range []bool{true, false} {
+		d, err := newChangeDecoder(cols, decodeOptions{serverTZ: time.FixedZone("BRT", -3*3600)}, commandID)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	rec := d.Flush()
-	defer rec.Release()
-	want, _ := source.ChangeSchema(cols)
-	if !rec.Schema().Equal(want) {
-		t.Fatalf("schema %v want %v", rec.Schema(), want)
-	}
-	if got := rec.Column(3).ValueStr(0); got != l1.String() {
-		t.Errorf("_start_lsn %q", got)
-	}
-	if got := rec.Column(4).ValueStr(1); got != s1.String() {
-		t.Errorf("_seqval %q", got)
-	}
-	if got := rec.Column(2).(*array.Int32).Value(1); got != 4 {
-		t.Errorf("_operation %d", got)
-	}
-	if !rec.Column(5).IsNull(0) {
-		t.Errorf("_command_id not NULL")
-	}
-	ts := rec.Column(6).(*array.Timestamp).Value(0).ToTime(arrow.Microsecond)
-	if !ts.Equal(time.Date(2024, 5, 1, 12, 0, 0, 3000000, time.UTC)) {
-		t.Errorf("_commit_ts %v", ts)
-	}
-	if err := d.Append([]any{l1.Bytes(), s1.Bytes(), int64(9), int64(7), nil, commit}); err == nil {
-		t.Errorf("operation 9 accepted")
-	}
-	var zero lsn.LSN
-	if err := d.Append([]any{zero.Bytes()[:4], s1.Bytes(), int64(1), int64(7), nil, commit}); err == nil {
-		t.Errorf("short LSN accepted")
+		row := func(l lsn.LSN, op, cmd int64, ts any) []any {
+			r := []any{l.Bytes(), s1.Bytes(), op}
+			if commandID {
+				r = append(r, cmd)
+			}
+			return append(r, int64(7), []byte("1.5000"), ts) // total is computed: not read
+		}
+		for _, r := range [][]any{row(l1, 3, 2, commit), row(l1, 4, 2, nil), row(l2, 2, 1, nil)} {
+			if err := d.Append(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rec := d.Flush()
+		want, _ := source.ChangeSchema(cols)
+		if !rec.Schema().Equal(want) {
+			t.Fatalf("schema %v want %v", rec.Schema(), want)
+		}
+		if got := rec.Column(4).ValueStr(0); got != l1.String() {
+			t.Errorf("_start_lsn %q", got)
+		}
+		if got := rec.Column(5).ValueStr(1); got != s1.String() {
+			t.Errorf("_seqval %q", got)
+		}
+		if got := rec.Column(3).(*array.Int32).Value(1); got != 4 {
+			t.Errorf("_operation %d", got)
+		}
+		if !rec.Column(2).IsNull(0) {
+			t.Errorf("computed column total read as %s, want NULL", rec.Column(2).ValueStr(0))
+		}
+		if commandID {
+			if rec.Column(6).IsNull(0) || rec.Column(6).(*array.Int32).Value(0) != 2 {
+				t.Errorf("_command_id %s, want 2", rec.Column(6).ValueStr(0))
+			}
+		} else if !rec.Column(6).IsNull(0) {
+			t.Errorf("_command_id not NULL without __$command_id")
+		}
+		ts := rec.Column(7).(*array.Timestamp)
+		for r := range 2 {
+			if ts.IsNull(r) || !ts.Value(r).ToTime(arrow.Microsecond).Equal(time.Date(2024, 5, 1, 12, 0, 0, 3000000, time.UTC)) {
+				t.Errorf("row %d (LSN %s): _commit_ts %s, want the LSN's commit time", r, l1, ts.ValueStr(r))
+			}
+		}
+		if !ts.IsNull(2) {
+			t.Errorf("row 2 (a new LSN whose time is NULL): _commit_ts %s, want NULL", ts.ValueStr(2))
+		}
+		rec.Release()
+		if err := d.Append(row(l1, 9, 1, commit)); err == nil {
+			t.Errorf("operation 9 accepted")
+		}
+		var zero lsn.LSN
+		bad := row(l1, 1, 1, commit)
+		bad[0] = zero.Bytes()[:4]
+		if err := d.Append(bad); err == nil {
+			t.Errorf("short LSN accepted")
+		}
+		d.Release()
 	}
 }

@@ -15,7 +15,7 @@ func Example() {
 		Name: "dbo_snap_greek", SourceSchema: "dbo", SourceTable: "snap_greek",
 		Key: []string{"name", "id"},
 		Columns: []source.Column{
-			{Name: "name", Type: "varchar", Length: 20, Collation: "Greek_CI_AS"},
+			{Name: "name", Type: "varchar", Length: 20, Collation: "Greek_CI_AS", CodePage: 1253},
 			{Name: "id", Type: "int"},
 		},
 	}

@@ -83,14 +83,30 @@ func (g *golden) check(file string) {
 	}
 }
 
+// codePages are COLLATIONPROPERTY(<collation>, 'CodePage') of the
+// collations the fixtures use (FACTS.md F30: 65001 for a _UTF8 one).
+var codePages = map[string]int{
+	"SQL_Latin1_General_CP1_CI_AS": 1252, "Latin1_General_CI_AS": 1252, "Latin1_General_CI_AI": 1252,
+	"Greek_CI_AS": 1253, "Cyrillic_General_CI_AS": 1251, "Turkish_CI_AS": 1254,
+	"Latin1_General_100_CI_AS_SC_UTF8": 65001,
+}
+
+// col is a captured column as CaptureInstance describes it, the code page
+// of a char/varchar/text column's collation included.
 func col(name, decl string, nullable bool, collation string) source.Column {
 	c, err := source.ParseType(decl)
 	if err != nil {
 		panic(err)
 	}
 	c.Name, c.Nullable, c.Collation = name, nullable, collation
+	switch c.Type {
+	case "char", "varchar", "text":
+		c.CodePage = codePages[collation]
+	}
 	return c
 }
+
+func computed(c source.Column) source.Column { c.Computed = true; return c }
 
 func ci(name, schema, table string, key []string, cols ...source.Column) *source.CaptureInstance {
 	return &source.CaptureInstance{Name: name, SourceSchema: schema, SourceTable: table, Key: key, Columns: cols}
@@ -118,6 +134,14 @@ var (
 		col("a", "int", true, ""), col("b", "int", true, ""))
 	ciWeird = ci("sales ]x_Ördersё", "sales ]x", "Ördersё 'q\"", []string{"id ]]", "ключ"},
 		col("id ]]", "int", false, ""), col("ключ", "nchar(4)", false, "Cyrillic_General_CI_AS"), col("a b", "varchar(max)", true, "Latin1_General_CI_AS"))
+	// A _UTF8 collation: go-mssqldb cannot decode its varchar, so it is
+	// read as nvarchar; the bounds still convert in the column's collation.
+	ciUTF8 = ci("dbo_cities", "dbo", "cities", []string{"name"},
+		col("name", "varchar(40)", false, "Latin1_General_100_CI_AS_SC_UTF8"), col("notes", "varchar(max)", true, "Latin1_General_100_CI_AS_SC_UTF8"),
+		col("legacy", "text", true, "Latin1_General_100_CI_AS_SC_UTF8"), col("code", "char(3)", true, ""), computed(col("upper_name", "varchar(40)", true, "Latin1_General_100_CI_AS_SC_UTF8")))
+	// Names with ';', quotes and brackets, and a computed column.
+	ciHostile = ci("dbo_a;b", "dbo;x", "t]; DROP TABLE t;--", []string{"k;1"},
+		col("k;1", "int", false, ""), col("v AS varchar", "varchar(10)", true, "Latin1_General_CI_AS"), computed(col("c;2", "int", true, "")))
 	ciKinds = ci("dbo_kinds", "dbo", "kinds", []string{"d", "m", "f", "r", "dt", "day", "tod", "dto", "bin", "bit", "sdt", "dtm"},
 		col("d", "numeric(10,3)", false, ""), col("m", "money", false, ""), col("f", "float", false, ""), col("r", "real", false, ""),
 		col("dt", "datetime2(3)", false, ""), col("day", "date", false, ""), col("tod", "time(7)", false, ""),
@@ -137,7 +161,10 @@ func TestGoldenMetadata(t *testing.T) {
 	g := &golden{t: t}
 	g.add("cdc/help_change_data_capture", ListCaptureInstancesStatement(), nil)
 	g.add("cdc/get_captured_columns", CapturedColumnsStatement("dbo_orders"), nil)
-	g.add("sys.columns/collations", ColumnsStatement(245575913), nil)
+	g.add("sys.columns/column_info", ColumnsStatement(245575913), nil)
+	g.add("sys.indexes/key_index", KeyIndexStatement(245575913, "PK_orders"), nil)
+	g.add("probe/uniqueidentifier", GUIDProbeStatement(), nil)
+	g.add("probe/server_now", ServerNowStatement(), nil)
 	g.add("cdc/max_lsn", MaxLSNStatement(), nil)
 	g.add("cdc/min_lsn", MinLSNStatement("dbo_Orders"), nil)
 	g.add("cdc/map_lsn_to_time", LSNTimeStatement(mustLSN("0x0000002A00000F380003")), nil)
@@ -157,6 +184,16 @@ func TestGoldenMetadata(t *testing.T) {
 	g.add("changes/orders", st, err)
 	st, err = ChangesStatement(ciWeird, mustLSN("0x0000002A00000F380003"), mustLSN("0x0000002A00000F400001"))
 	g.add("changes/weird_names", st, err)
+	st, err = ChangesStatement(ciUTF8, mustLSN("0x0000002A00000F380003"), mustLSN("0x0000002A00000F400001"))
+	g.add("changes/utf8_and_computed", st, err)
+	st, err = ChangeTableStatement(ciInt, mustLSN("0x0000002A00000F380003"), mustLSN("0x0000002A00000F400001"))
+	g.add("change_table/orders", st, err)
+	st, err = ChangeTableStatement(ciWeird, mustLSN("0x0000002A00000F380003"), mustLSN("0x0000002A00000F400001"))
+	g.add("change_table/weird_names", st, err)
+	st, err = ChangeTableStatement(ciHostile, mustLSN("0x0000002A00000F380003"), mustLSN("0x0000002A00000F400001"))
+	g.add("change_table/hostile_names", st, err)
+	st, err = ChangeTableStatement(ciUTF8, mustLSN("0x0000002A00000F380003"), mustLSN("0x0000002A00000F400001"))
+	g.add("change_table/utf8_and_computed", st, err)
 	g.check("metadata.sql")
 }
 
@@ -208,6 +245,14 @@ func TestGoldenPieces(t *testing.T) {
 	read("null/lower_all_null", ciNullable, tup(nil, nil), nil)
 
 	read("weird_names/middle", ciWeird, tup(int64(1), "жж"), tup(int64(2), "аб"))
+	read("hostile_names/middle", ciHostile, tup(int64(1)), tup(int64(9)))
+	// A range that holds no key: one statement that reads nothing.
+	read("empty/equal_bounds", ciInt, tup(int64(7)), tup(int64(7)))
+	read("utf8/middle", ciUTF8, tup("Kraków"), tup("Łódź"))
+	// Under Turkish_CI_AS 'I' and 'i' are two keys: no shared equality,
+	// the guards keep every row in one piece (FACTS.md F23).
+	read("guard/turkish_i", ci("dbo_tr", "dbo", "tr", []string{"name", "id"},
+		col("name", "varchar(10)", false, "Turkish_CI_AS"), col("id", "int", false, "")), tup("I", int64(5)), tup("i", int64(3)))
 	g.check("pieces.sql")
 }
 
@@ -224,6 +269,7 @@ func TestGoldenSeeks(t *testing.T) {
 	seek("varchar_greek/from_key", ciGreek, tup("Δέλτα"), 3)
 	seek("nullable/from_null", ciNullable, tup(nil, int64(5)), 100)
 	seek("weird_names/from_key", ciWeird, tup(int64(1), "жж"), 2)
+	seek("utf8/from_key", ciUTF8, tup("Kraków"), 100)
 	day := time.Date(2024, 2, 29, 0, 0, 0, 0, time.UTC)
 	tod := time.Date(1, 1, 1, 23, 59, 59, 999999900, time.UTC)
 	dto := time.Date(2024, 2, 29, 10, 0, 0, 100, time.FixedZone("", -3*3600))

@@ -1,8 +1,11 @@
 package sqlserver
 
 import (
+	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +34,17 @@ func (rs resultSet) col(what, name string) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("sqlserver: %s: result has no column %q (has %s)", what, name, strings.Join(rs.Columns, ", "))
+}
+
+// colAny returns the index of the first of names the result has: one
+// fact with two documented names (FACTS.md F04).
+func (rs resultSet) colAny(what string, names ...string) (int, error) {
+	for _, n := range names {
+		if i, err := rs.col(what, n); err == nil {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("sqlserver: %s: result has none of the columns %s (has %s)", what, strings.Join(names, ", "), strings.Join(rs.Columns, ", "))
 }
 
 func asString(what string, v any) (string, error) {
@@ -69,6 +83,8 @@ func asInt(what string, v any) (int64, bool, error) {
 type captureRow struct {
 	Instance       source.CaptureInstance
 	SourceObjectID int64
+	// IndexName is the unique index the key comes from; empty when none.
+	IndexName string
 }
 
 // parseCaptureInstances reads the result of ListCaptureInstancesStatement:
@@ -78,7 +94,7 @@ type captureRow struct {
 func parseCaptureInstances(rs resultSet) ([]captureRow, error) {
 	const what = "sp_cdc_help_change_data_capture"
 	idx := map[string]int{}
-	for _, n := range []string{"source_schema", "source_table", "capture_instance", "source_object_id", "start_lsn", "index_column_list"} {
+	for _, n := range []string{"source_schema", "source_table", "capture_instance", "source_object_id", "start_lsn", "index_name", "index_column_list"} {
 		i, err := rs.col(what, n)
 		if err != nil {
 			return nil, err
@@ -109,6 +125,9 @@ func parseCaptureInstances(rs resultSet) ([]captureRow, error) {
 			return nil, fmt.Errorf("sqlserver: %s: start_lsn of %q: %w", what, c.Instance.Name, err)
 		}
 		c.Instance.StartLSN = start.LSN
+		if c.IndexName, err = asString(what+" index_name", row[idx["index_name"]]); err != nil {
+			return nil, err
+		}
 		list, err := asString(what+" index_column_list", row[idx["index_column_list"]])
 		if err != nil {
 			return nil, err
@@ -124,17 +143,25 @@ func parseCaptureInstances(rs resultSet) ([]captureRow, error) {
 // parseCapturedColumns reads the result of CapturedColumnsStatement into
 // columns in ordinal order, their types rebuilt from data_type,
 // character_maximum_length, numeric_precision, numeric_scale and
-// datetime_precision. Every column is nullable until sys.columns says
-// otherwise (see applyColumnInfo).
+// datetime_precision. The ordinal column is column_ordinal on SQL Server
+// 2017 and later and ordinal_position in older documentation: either is
+// taken (FACTS.md F04). character_maximum_length is NULL for types that
+// are not character types (F05): such a length stays 0, unknown, until
+// applyColumnInfo takes it from sys.columns. Every column is nullable
+// until sys.columns says otherwise.
 func parseCapturedColumns(rs resultSet) ([]source.Column, error) {
 	const what = "sp_cdc_get_captured_columns"
 	idx := map[string]int{}
-	for _, n := range []string{"column_name", "ordinal_position", "data_type", "character_maximum_length", "numeric_precision", "numeric_scale", "datetime_precision"} {
+	for _, n := range []string{"column_name", "data_type", "character_maximum_length", "numeric_precision", "numeric_scale", "datetime_precision"} {
 		i, err := rs.col(what, n)
 		if err != nil {
 			return nil, err
 		}
 		idx[n] = i
+	}
+	ord, err := rs.colAny(what, "column_ordinal", "ordinal_position")
+	if err != nil {
+		return nil, err
 	}
 	type ordered struct {
 		pos int64
@@ -153,9 +180,12 @@ func parseCapturedColumns(rs resultSet) ([]source.Column, error) {
 		if err != nil {
 			return nil, err
 		}
-		pos, _, err := asInt(what+" ordinal_position", row[idx["ordinal_position"]])
+		pos, hasPos, err := asInt(what+" "+rs.Columns[ord], row[ord])
 		if err != nil {
 			return nil, err
+		}
+		if !hasPos {
+			return nil, fmt.Errorf("sqlserver: %s: column %q has no %s", what, name, rs.Columns[ord])
 		}
 		length, hasLen, err := asInt(what+" character_maximum_length", row[idx["character_maximum_length"]])
 		if err != nil {
@@ -179,14 +209,12 @@ func parseCapturedColumns(rs resultSet) ([]source.Column, error) {
 		}
 		cols = append(cols, ordered{pos, c})
 	}
-	// Stable insertion sort by ordinal: captured columns are few.
-	for i := 1; i < len(cols); i++ {
-		for j := i; j > 0 && cols[j].pos < cols[j-1].pos; j-- {
-			cols[j], cols[j-1] = cols[j-1], cols[j]
-		}
-	}
+	slices.SortStableFunc(cols, func(a, b ordered) int { return cmp.Compare(a.pos, b.pos) })
 	out := make([]source.Column, len(cols))
 	for i, c := range cols {
+		if i > 0 && cols[i-1].pos == c.pos {
+			return nil, fmt.Errorf("sqlserver: %s: columns %q and %q have the same ordinal %d", what, cols[i-1].col.Name, c.col.Name, c.pos)
+		}
 		out[i] = c.col
 	}
 	return out, nil
@@ -194,13 +222,14 @@ func parseCapturedColumns(rs resultSet) ([]source.Column, error) {
 
 // columnFromMetadata builds a column's type fields from the captured
 // column metadata. A type cdcsnap does not know is kept by name (its
-// ArrowType then reports source.ErrUnsupportedType when it is read).
+// ArrowType then reports source.ErrUnsupportedType when it is read). A
+// length type without a length keeps Length 0, unknown.
 func columnFromMetadata(name, typ string, length int64, hasLen bool, prec, scale, dtPrec int64, hasDT bool) (source.Column, error) {
 	c := source.Column{Name: name, Type: strings.ToLower(strings.TrimSpace(typ)), Nullable: true}
 	switch c.Type {
 	case "char", "varchar", "nchar", "nvarchar", "binary", "varbinary":
 		if !hasLen {
-			return c, fmt.Errorf("column %q (%s): no length in the metadata", name, c.Type)
+			break
 		}
 		if length < -1 || length == 0 || length > 8000 {
 			return c, fmt.Errorf("column %q (%s): length %d out of range", name, c.Type, length)
@@ -226,58 +255,160 @@ func columnFromMetadata(name, typ string, length int64, hasLen bool, prec, scale
 	return c, nil
 }
 
-// applyColumnInfo sets the collation and nullability of cols from the
-// result of ColumnsStatement. Columns it does not list (the login cannot
-// see the table's columns) keep no collation, which keeps a char/varchar
-// key in one partition, and stay nullable.
+// applyColumnInfo sets what ColumnsStatement reads of cols: collation and
+// its code page, nullability, computed, and the length of a length type
+// the captured-column metadata left unknown (binary and varbinary, whose
+// character_maximum_length is NULL: FACTS.md F05), from max_length in bytes
+// (-1 for max; nchar and nvarchar take two bytes a character, F35).
+// Columns it does not list (the login cannot see the table's columns) keep
+// no collation and code page, which keeps a char/varchar key in one
+// partition and reads char/varchar columns as nvarchar, and stay nullable.
 func applyColumnInfo(cols []source.Column, rs resultSet) ([]source.Column, error) {
 	const what = "sys.columns"
-	ni, err := rs.col(what, "name")
-	if err != nil {
-		return nil, err
-	}
-	ci, err := rs.col(what, "collation_name")
-	if err != nil {
-		return nil, err
-	}
-	nu, err := rs.col(what, "is_nullable")
-	if err != nil {
-		return nil, err
+	idx := map[string]int{}
+	for _, n := range []string{"name", "collation_name", "is_nullable", "is_computed", "max_length", "code_page"} {
+		i, err := rs.col(what, n)
+		if err != nil {
+			return nil, err
+		}
+		idx[n] = i
 	}
 	type info struct {
-		collation string
-		nullable  bool
+		collation          string
+		codePage           int64
+		nullable, computed bool
+		maxLength          int64
 	}
 	byName := map[string]info{}
 	for _, row := range rs.Rows {
 		if len(row) != len(rs.Columns) {
 			return nil, fmt.Errorf("sqlserver: %s: row has %d values for %d columns", what, len(row), len(rs.Columns))
 		}
-		n, err := asString(what, row[ni])
+		var in info
+		n, err := asString(what, row[idx["name"]])
 		if err != nil {
 			return nil, err
 		}
-		coll, err := asString(what, row[ci])
-		if err != nil {
+		if in.collation, err = asString(what, row[idx["collation_name"]]); err != nil {
 			return nil, err
 		}
-		if coll != "" && !ValidCollation(coll) {
-			return nil, fmt.Errorf("sqlserver: %s: column %q: collation %q is not a collation name", what, n, coll)
+		if in.collation != "" && !ValidCollation(in.collation) {
+			return nil, fmt.Errorf("sqlserver: %s: column %q: collation %q is not a collation name", what, n, in.collation)
 		}
-		nullable, ok := row[nu].(bool)
-		if !ok {
-			return nil, fmt.Errorf("sqlserver: %s: is_nullable of %q: want bit, have %T", what, n, row[nu])
+		for _, b := range []struct {
+			col string
+			to  *bool
+		}{{"is_nullable", &in.nullable}, {"is_computed", &in.computed}} {
+			v, ok := row[idx[b.col]].(bool)
+			if !ok {
+				return nil, fmt.Errorf("sqlserver: %s: %s of %q: want bit, have %T", what, b.col, n, row[idx[b.col]])
+			}
+			*b.to = v
 		}
-		byName[n] = info{coll, nullable}
+		if in.maxLength, _, err = asInt(what+" max_length of "+n, row[idx["max_length"]]); err != nil {
+			return nil, err
+		}
+		if in.codePage, _, err = asInt(what+" code_page of "+n, row[idx["code_page"]]); err != nil {
+			return nil, err
+		}
+		byName[n] = in
 	}
 	out := append([]source.Column(nil), cols...)
 	for i := range out {
-		if in, ok := byName[out[i].Name]; ok {
-			out[i].Collation = in.collation
-			out[i].Nullable = in.nullable
+		c := &out[i]
+		in, ok := byName[c.Name]
+		if !ok {
+			continue
+		}
+		c.Collation, c.CodePage, c.Nullable, c.Computed = in.collation, int(in.codePage), in.nullable, in.computed
+		if c.Length != 0 {
+			continue
+		}
+		switch c.Type {
+		case "char", "varchar", "binary", "varbinary":
+			c.Length = int(in.maxLength)
+		case "nchar", "nvarchar":
+			c.Length = int(in.maxLength)
+			if c.Length > 0 {
+				c.Length /= 2
+			}
+		default:
+			continue
+		}
+		if c.Length == 0 || c.Length < -1 || c.Length > 8000 {
+			return nil, fmt.Errorf("sqlserver: %s: column %q (%s): max_length %d is not a length", what, c.Name, c.Type, in.maxLength)
 		}
 	}
 	return out, nil
+}
+
+// parseKeyIndex reads the result of KeyIndexStatement: whether the index
+// is clustered (type 1). ok is false when sys.indexes does not show it (a
+// login without permission on the table sees no rows).
+func parseKeyIndex(rs resultSet) (clustered, ok bool, err error) {
+	const what = "sys.indexes"
+	if len(rs.Rows) == 0 {
+		return false, false, nil
+	}
+	i, err := rs.col(what, "type")
+	if err != nil {
+		return false, false, err
+	}
+	if len(rs.Rows) != 1 || len(rs.Rows[0]) != len(rs.Columns) {
+		return false, false, fmt.Errorf("sqlserver: %s: want one row, have %d", what, len(rs.Rows))
+	}
+	typ, has, err := asInt(what+" type", rs.Rows[0][i])
+	if err != nil || !has {
+		return false, false, err
+	}
+	return typ == 1, true, nil
+}
+
+// parseGUIDProbe reads the result of GUIDProbeStatement: true when the
+// driver returned the probe's bytes in RFC order ("guid conversion" on),
+// false for SQL Server's mixed-endian layout (the default; FACTS.md F44).
+func parseGUIDProbe(rs resultSet) (bool, error) {
+	const what = "uniqueidentifier probe"
+	v, err := single(what, rs)
+	if err != nil {
+		return false, err
+	}
+	b, ok := v.([]byte)
+	if !ok || len(b) != 16 {
+		return false, fmt.Errorf("sqlserver: %s: want 16 bytes, have %T %v", what, v, v)
+	}
+	want, _ := keyrange.ParseUUID(guidProbe)
+	switch {
+	case bytes.Equal(b, want[:]):
+		return true, nil
+	case bytes.Equal(b, want.SQLServerBytes()):
+		return false, nil
+	}
+	return false, fmt.Errorf("sqlserver: %s: %s came back as %x, in neither byte order", what, guidProbe, b)
+}
+
+// parseServerNow reads the result of ServerNowStatement as the server's
+// UTC offset now.
+func parseServerNow(rs resultSet) (*time.Location, error) {
+	v, err := single("SYSDATETIMEOFFSET", rs)
+	if err != nil {
+		return nil, err
+	}
+	t, ok := v.(time.Time)
+	if !ok {
+		return nil, fmt.Errorf("sqlserver: SYSDATETIMEOFFSET: want datetimeoffset, have %T", v)
+	}
+	_, off := t.Zone()
+	return time.FixedZone(formatOffset(off), off), nil
+}
+
+// formatOffset renders a UTC offset in seconds as "UTC+02:00".
+func formatOffset(sec int) string {
+	sign := '+'
+	if sec < 0 {
+		sign, sec = '-', -sec
+	}
+	return fmt.Sprintf("UTC%c%02d:%02d", sign, sec/3600, sec%3600/60)
 }
 
 // single returns the only value of a one-row, one-column result.
@@ -300,6 +431,25 @@ func parseLSN(what string, rs resultSet) (lsn.NullLSN, error) {
 		return lsn.NullLSN{}, fmt.Errorf("sqlserver: %s: %w", what, err)
 	}
 	return n, nil
+}
+
+// parseMinLSN reads the result of MinLSNStatement: NULL is a new instance
+// the capture job has not reached (ok false); the zero LSN is what SQL
+// Server returns for an instance that does not exist or that the caller
+// may not read (FACTS.md F07), a *source.AccessError.
+func parseMinLSN(ci string, rs resultSet) (lsn.LSN, bool, error) {
+	n, err := parseLSN("fn_cdc_get_min_lsn", rs)
+	if err != nil {
+		return lsn.LSN{}, false, err
+	}
+	v, _ := single("fn_cdc_get_min_lsn", rs)
+	if v == nil {
+		return lsn.LSN{}, false, nil
+	}
+	if !n.Valid {
+		return lsn.LSN{}, false, &source.AccessError{CaptureInstance: ci, Reason: "sys.fn_cdc_get_min_lsn returned 0x00000000000000000000"}
+	}
+	return n.LSN, true, nil
 }
 
 // parseLSNTime reads the result of LSNTimeStatement: a datetime in the

@@ -8,11 +8,12 @@ import (
 
 	mssql "github.com/microsoft/go-mssqldb"
 
+	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/source"
 )
 
 func TestParseCapturedColumnTypes(t *testing.T) {
-	rs := resultSet{Columns: capturedColumns}
+	rs := resultSet{Columns: docCapturedColumns}
 	add := func(name, typ string, length, prec, scale, dt any) {
 		rs.Rows = append(rs.Rows, []any{"dbo", "t", "dbo_t", name, int64(len(rs.Rows) + 1), int64(len(rs.Rows) + 1), typ, length, prec, int64(10), scale, dt})
 	}
@@ -36,10 +37,18 @@ func TestParseCapturedColumnTypes(t *testing.T) {
 	if strings.Join(got, " ") != want {
 		t.Fatalf("got %q want %q", strings.Join(got, " "), want)
 	}
+	// A NULL character_maximum_length leaves the length unknown (0) for
+	// sys.columns to fill (FACTS.md F05); a bad one is an error.
 	rs.Rows = nil
-	add("x", "varchar", nil, nil, nil, nil)
-	if _, err := parseCapturedColumns(rs); err == nil {
-		t.Fatal("varchar without a length accepted")
+	add("x", "varbinary", nil, nil, nil, nil)
+	cols, err = parseCapturedColumns(rs)
+	if err != nil || cols[0].Length != 0 || cols[0].KeyColumn().Kind != keyrange.KindUnsupported {
+		t.Fatalf("varbinary with NULL character_maximum_length: %+v, %v", cols, err)
+	}
+	rs.Rows = nil
+	add("x", "varchar", int64(0), nil, nil, nil)
+	if _, err := parseCapturedColumns(rs); err == nil || !strings.Contains(err.Error(), `"x"`) {
+		t.Fatalf("varchar(0) accepted: %v", err)
 	}
 }
 

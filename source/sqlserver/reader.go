@@ -31,9 +31,12 @@ type rowsReader struct {
 	err     error
 	done    bool
 	onClose func()
-	wrap    func(error) error
-	vals    []any
-	ptrs    []any
+	// atEnd, when set, runs once the rows ran out (the connection already
+	// released); an error it returns ends the read as a failure.
+	atEnd func() error
+	wrap  func(error) error
+	vals  []any
+	ptrs  []any
 }
 
 func newRowsReader(d *rowDecoder, rows rowSource, batch int, onClose func(), wrap func(error) error) *rowsReader {
@@ -108,6 +111,12 @@ func (r *rowsReader) Next() bool {
 			}
 			r.done = true
 			r.close()
+			if r.atEnd != nil {
+				if err := r.atEnd(); err != nil {
+					r.fail(err)
+					return false
+				}
+			}
 			break
 		}
 		for i := range r.vals {

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -42,24 +44,35 @@ type Options struct {
 	BatchRows int
 	// ConnPolicy is what happens to a read's connection afterwards.
 	ConnPolicy ConnPolicy
-	// GUIDConversion must match the DSN's "guid conversion" setting: true
-	// when the driver already returns uniqueidentifier bytes in RFC order.
-	// By default (false) they come in SQL Server's mixed-endian order and
-	// are converted with keyrange.UUIDFromSQLServer.
-	GUIDConversion bool
-	// ServerTimeZone is the SQL Server instance's local time zone, in which
-	// sys.fn_cdc_map_lsn_to_time returns commit times; nil means UTC (the
-	// default of the mssql/server container images).
+	// ServerTimeZone is the SQL Server machine's time zone, in which
+	// sys.fn_cdc_map_lsn_to_time returns commit times as local wall clocks
+	// (FACTS.md F08), for example time.LoadLocation("Europe/Berlin"). Nil
+	// means the server's UTC offset when the Source first needs it
+	// (SYSDATETIMEOFFSET), logged: right for a server on UTC (the default of
+	// the mssql/server container images) or on a zone without daylight
+	// saving time. A server whose zone observes daylight saving time needs
+	// this set: a detected offset is one offset, so commit times from the
+	// other half of the year come out an hour off.
 	ServerTimeZone *time.Location
 }
 
 // Source is a SQL Server database with CDC enabled, read through
-// database/sql and go-mssqldb. It holds no mutable state and is safe for
-// concurrent use.
+// database/sql and go-mssqldb. It is safe for concurrent use. It learns a
+// few facts about its connections once, when it first needs them, and
+// keeps them: how the driver returns uniqueidentifier bytes (the DSN's
+// "guid conversion" setting, FACTS.md F44), the server's UTC offset when
+// Options.ServerTimeZone is nil, and, per capture instance, whether the
+// login may read its change table (else it reads changes through
+// cdc.fn_cdc_get_all_changes_<capture instance>).
 type Source struct {
 	db   *sql.DB
 	opts Options
 	log  *slog.Logger
+
+	mu          sync.Mutex
+	guid        *bool             // the driver returns RFC byte order; nil until probed
+	zone        *time.Location    // ServerTimeZone or the detected offset; nil until needed
+	changeTable map[string]string // capture instance -> why its change table cannot be read; "" when it can
 }
 
 var _ source.Source = (*Source)(nil)
@@ -84,8 +97,74 @@ func New(db *sql.DB, opts Options) (*Source, error) {
 	return &Source{db: db, opts: opts, log: log}, nil
 }
 
-func (s *Source) decodeOptions() decodeOptions {
-	return decodeOptions{guidConversion: s.opts.GUIDConversion, serverTZ: s.opts.ServerTimeZone}
+// guidConversion reports how the driver returns uniqueidentifier bytes,
+// probing once (GUIDProbeStatement).
+func (s *Source) guidConversion(ctx context.Context) (bool, error) {
+	s.mu.Lock()
+	g := s.guid
+	s.mu.Unlock()
+	if g != nil {
+		return *g, nil
+	}
+	rs, err := s.run(ctx, s.db, "probing how the driver returns uniqueidentifier", GUIDProbeStatement())
+	if err != nil {
+		return false, err
+	}
+	conv, err := parseGUIDProbe(rs)
+	if err != nil {
+		return false, err
+	}
+	s.log.DebugContext(ctx, "sqlserver: uniqueidentifier byte order probed", "guid_conversion", conv)
+	s.mu.Lock()
+	s.guid = &conv
+	s.mu.Unlock()
+	return conv, nil
+}
+
+// serverZone returns Options.ServerTimeZone, else the server's UTC offset
+// read once (ServerNowStatement).
+func (s *Source) serverZone(ctx context.Context) (*time.Location, error) {
+	if s.opts.ServerTimeZone != nil {
+		return s.opts.ServerTimeZone, nil
+	}
+	s.mu.Lock()
+	z := s.zone
+	s.mu.Unlock()
+	if z != nil {
+		return z, nil
+	}
+	rs, err := s.run(ctx, s.db, "reading the server's UTC offset", ServerNowStatement())
+	if err != nil {
+		return nil, err
+	}
+	z, err = parseServerNow(rs)
+	if err != nil {
+		return nil, err
+	}
+	s.log.InfoContext(ctx, "sqlserver: Options.ServerTimeZone is not set: commit times use the server's UTC offset now; set ServerTimeZone if the server's zone observes daylight saving time", "offset", z.String())
+	s.mu.Lock()
+	s.zone = z
+	s.mu.Unlock()
+	return z, nil
+}
+
+// decodeOptions returns what decoding cols needs to know of the
+// connection: the uniqueidentifier byte order when a column has that type,
+// and the server's zone when zone is set (change rows' commit times).
+func (s *Source) decodeOptions(ctx context.Context, cols []source.Column, zone bool) (decodeOptions, error) {
+	var o decodeOptions
+	var err error
+	if slices.ContainsFunc(cols, func(c source.Column) bool { return c.Type == "uniqueidentifier" }) {
+		if o.guidConversion, err = s.guidConversion(ctx); err != nil {
+			return o, err
+		}
+	}
+	if zone {
+		if o.serverTZ, err = s.serverZone(ctx); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
 }
 
 // querier is what *sql.DB and *sql.Conn share.
@@ -177,8 +256,28 @@ func (s *Source) CaptureInstance(ctx context.Context, name string) (*source.Capt
 		return nil, err
 	}
 	for _, k := range ci.Key {
-		if _, ok := ci.Column(k); !ok {
+		c, ok := ci.Column(k)
+		if !ok {
 			return nil, fmt.Errorf("sqlserver: capture instance %q: key column %q is not captured", got, k)
+		}
+		if c.Computed {
+			return nil, fmt.Errorf("sqlserver: capture instance %q: key column %q is computed: CDC writes NULL for it in change rows (FACTS.md F13), so changes cannot be matched to rows", got, k)
+		}
+	}
+	if row.IndexName != "" {
+		rs, err = s.run(ctx, s.db, "the key index of "+got, KeyIndexStatement(row.SourceObjectID, row.IndexName))
+		if err != nil {
+			return nil, err
+		}
+		clustered, ok, err := parseKeyIndex(rs)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			ci.KeyIndex = &source.Index{Name: row.IndexName, Clustered: clustered}
+			if !clustered {
+				s.log.WarnContext(ctx, "sqlserver: the capture instance's unique index is nonclustered: each key range is an index seek plus a key lookup per row, or a scan of the table", "capture_instance", got, "index", row.IndexName)
+			}
 		}
 	}
 	return &ci, nil
@@ -195,25 +294,30 @@ func (s *Source) MaxLSN(ctx context.Context) (lsn.LSN, error) {
 	return n.LSN, err
 }
 
-// MinLSN returns sys.fn_cdc_get_min_lsn(ci); ok is false for NULL or the
-// zero LSN.
+// MinLSN returns sys.fn_cdc_get_min_lsn(ci); ok is false for NULL (a new
+// instance the capture job has not reached). The zero LSN, which SQL Server
+// returns for an instance that does not exist and for a caller who may not
+// read it (FACTS.md F07), is a *source.AccessError.
 func (s *Source) MinLSN(ctx context.Context, ci string) (lsn.LSN, bool, error) {
 	rs, err := s.run(ctx, s.db, "fn_cdc_get_min_lsn", MinLSNStatement(ci))
 	if err != nil {
 		return lsn.LSN{}, false, err
 	}
-	n, err := parseLSN("fn_cdc_get_min_lsn", rs)
-	return n.LSN, n.Valid, err
+	return parseMinLSN(ci, rs)
 }
 
 // LSNTime returns sys.fn_cdc_map_lsn_to_time(l) in UTC, reading the
-// server's local time in Options.ServerTimeZone.
+// server's local time in Options.ServerTimeZone (or the detected offset).
 func (s *Source) LSNTime(ctx context.Context, l lsn.LSN) (time.Time, error) {
+	zone, err := s.serverZone(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
 	rs, err := s.run(ctx, s.db, "fn_cdc_map_lsn_to_time", LSNTimeStatement(l))
 	if err != nil {
 		return time.Time{}, err
 	}
-	return parseLSNTime(rs, s.opts.ServerTimeZone)
+	return parseLSNTime(rs, zone)
 }
 
 // IntKeyBounds returns MIN and MAX of the single integer key column.
@@ -292,6 +396,16 @@ func (s *Source) SeekKey(ctx context.Context, ci *source.CaptureInstance, iso so
 	if err != nil {
 		return nil, false, err
 	}
+	var keyCols []source.Column
+	for _, k := range ci.Key {
+		if c, ok := ci.Column(k); ok {
+			keyCols = append(keyCols, c)
+		}
+	}
+	o, err := s.decodeOptions(ctx, keyCols, false)
+	if err != nil {
+		return nil, false, err
+	}
 	cn, err := s.acquire(ctx, iso)
 	if err != nil {
 		return nil, false, err
@@ -301,7 +415,7 @@ func (s *Source) SeekKey(ctx context.Context, ci *source.CaptureInstance, iso so
 	if err != nil {
 		return nil, false, err
 	}
-	return parseSeekKey(ci, rs, s.opts.GUIDConversion)
+	return parseSeekKey(ci, rs, o.guidConversion)
 }
 
 func (s *Source) batchRows(n int) int {
@@ -322,7 +436,11 @@ func (s *Source) ReadRange(ctx context.Context, ci *source.CaptureInstance, r ke
 	if err != nil {
 		return nil, err
 	}
-	d, err := newTableDecoder(ci.Columns, s.decodeOptions())
+	o, err := s.decodeOptions(ctx, ci.Columns, false)
+	if err != nil {
+		return nil, err
+	}
+	d, err := newTableDecoder(ci.Columns, o)
 	if err != nil {
 		return nil, fmt.Errorf("sqlserver: capture instance %q: %w", ci.Name, err)
 	}
@@ -343,13 +461,22 @@ func (s *Source) ReadRange(ctx context.Context, ci *source.CaptureInstance, r ke
 	}), nil
 }
 
-// ReadChanges streams the changes of ci with from <= __$start_lsn <= to
-// (see ChangesStatement). It checks sys.fn_cdc_get_min_lsn first: from
-// below it is a *source.DataLossError, as is SQL Server error 313 should
-// cleanup move the minimum meanwhile. to is clamped to
-// sys.fn_cdc_get_max_lsn (the function refuses an upper bound beyond it).
-// A new instance whose minimum LSN is still NULL has no changes to read
-// yet: an empty reader.
+// ReadChanges streams the changes of ci with from <= __$start_lsn <= to.
+// It checks sys.fn_cdc_get_min_lsn first: from below it is a
+// *source.DataLossError, as is SQL Server error 313 should cleanup move the
+// minimum meanwhile, and as is a minimum that cleanup raised above from
+// while the rows were read (rows below it may have been deleted before the
+// read reached them). A minimum of zero (the instance was dropped, or the
+// login may not read it) is a *source.AccessError. to is clamped to
+// sys.fn_cdc_get_max_lsn (the change function refuses an upper bound
+// beyond it). A new instance whose minimum LSN is still NULL has no changes
+// to read yet: an empty reader.
+//
+// The rows come from the change table, ordered by __$command_id within an
+// LSN (ChangeTableStatement), where the login may read it; otherwise, and
+// on a server whose change tables lack __$command_id, from
+// cdc.fn_cdc_get_all_changes_<ci> (ChangesStatement), with _command_id
+// NULL; the reason is logged once per capture instance.
 func (s *Source) ReadChanges(ctx context.Context, ci *source.CaptureInstance, from, to lsn.LSN) (array.RecordReader, error) {
 	schema, err := source.ChangeSchema(ci.Columns)
 	if err != nil {
@@ -380,13 +507,9 @@ func (s *Source) ReadChanges(ctx context.Context, ci *source.CaptureInstance, fr
 	if to.Less(from) {
 		return empty()
 	}
-	st, err := ChangesStatement(ci, from, to)
+	o, err := s.decodeOptions(ctx, ci.Columns, true)
 	if err != nil {
 		return nil, err
-	}
-	d, err := newChangeDecoder(ci.Columns, s.decodeOptions())
-	if err != nil {
-		return nil, fmt.Errorf("sqlserver: capture instance %q: %w", ci.Name, err)
 	}
 	dataLoss := func(err error) error {
 		if isServerError(err, 313) {
@@ -398,10 +521,76 @@ func (s *Source) ReadChanges(ctx context.Context, ci *source.CaptureInstance, fr
 		}
 		return fmt.Errorf("sqlserver: changes of %q from %s to %s: %w", ci.Name, from, to, err)
 	}
-	rows, err := s.db.QueryContext(ctx, st.SQL, st.Args...)
+	rows, commandID, err := s.queryChanges(ctx, ci, from, to)
 	if err != nil {
-		d.Release()
 		return nil, dataLoss(err)
 	}
-	return newRowsReader(d, rows, s.batchRows(0), nil, dataLoss), nil
+	d, err := newChangeDecoder(ci.Columns, o, commandID)
+	if err != nil {
+		rows.Close()
+		return nil, fmt.Errorf("sqlserver: capture instance %q: %w", ci.Name, err)
+	}
+	r := newRowsReader(d, rows, s.batchRows(0), nil, dataLoss)
+	r.atEnd = func() error {
+		// Cleanup deletes change rows below the minimum it sets: a
+		// minimum above from now means rows this read had not reached may
+		// be gone.
+		now, ok, err := s.MinLSN(context.WithoutCancel(ctx), ci.Name)
+		if err != nil {
+			return err
+		}
+		if ok && from.Less(now) {
+			return &source.DataLossError{CaptureInstance: ci.Name, Requested: from, MinLSN: now}
+		}
+		return nil
+	}
+	return r, nil
+}
+
+// changeTableRefused are the errors that mean the login may not read a
+// change table directly, or the server's change tables lack
+// __$command_id: 229 (SELECT permission denied), 208 (invalid object name:
+// a table the login may not see), 207 (invalid column name). FACTS.md F21.
+var changeTableRefused = []int32{229, 208, 207}
+
+// queryChanges runs the change read: the change table where the login may
+// read it, else the change function. commandID says which ran.
+func (s *Source) queryChanges(ctx context.Context, ci *source.CaptureInstance, from, to lsn.LSN) (rows *sql.Rows, commandID bool, err error) {
+	s.mu.Lock()
+	why, tried := s.changeTable[ci.Name]
+	s.mu.Unlock()
+	if !tried || why == "" {
+		st, err := ChangeTableStatement(ci, from, to)
+		if err != nil {
+			return nil, false, err
+		}
+		s.log.DebugContext(ctx, "sqlserver: query", "what", "changes of "+ci.Name+" from its change table", "sql", st.SQL, "params", len(st.Args))
+		rows, err := s.db.QueryContext(ctx, st.SQL, st.Args...)
+		if err == nil {
+			s.rememberChangeTable(ci.Name, "")
+			return rows, true, nil
+		}
+		if !slices.ContainsFunc(changeTableRefused, func(n int32) bool { return isServerError(err, n) }) {
+			return nil, false, err
+		}
+		why = err.Error()
+		s.log.InfoContext(ctx, "sqlserver: reading changes through cdc.fn_cdc_get_all_changes_<capture instance> instead of the change table, without __$command_id: rows of one transaction are ordered by __$seqval", "capture_instance", ci.Name, "reason", why)
+		s.rememberChangeTable(ci.Name, why)
+	}
+	st, err := ChangesStatement(ci, from, to)
+	if err != nil {
+		return nil, false, err
+	}
+	s.log.DebugContext(ctx, "sqlserver: query", "what", "changes of "+ci.Name, "sql", st.SQL, "params", len(st.Args))
+	rows, err = s.db.QueryContext(ctx, st.SQL, st.Args...)
+	return rows, false, err
+}
+
+func (s *Source) rememberChangeTable(ci, why string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.changeTable == nil {
+		s.changeTable = map[string]string{}
+	}
+	s.changeTable[ci] = why
 }

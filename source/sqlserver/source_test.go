@@ -18,34 +18,31 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var helpColumns = []string{"source_schema", "source_table", "capture_instance", "object_id", "source_object_id", "start_lsn", "end_lsn",
-	"supports_net_changes", "has_drop_pending", "role_name", "index_name", "filegroup_name", "create_date", "index_column_list", "captured_column_list"}
-
-var capturedColumns = []string{"source_schema", "source_table", "capture_instance", "column_name", "column_id", "ordinal_position", "data_type",
-	"character_maximum_length", "numeric_precision", "numeric_precision_radix", "numeric_scale", "datetime_precision"}
-
+// metadataHandler answers the metadata statements from the documented
+// result sets (docresults_test.go).
 func metadataHandler(q string, args []any) ([]string, [][]any, bool) {
-	start := mustLSN("0x0000002A00000F380001").Bytes()
+	start := mustLSN("0x0000002A00000F380001")
 	switch {
 	case strings.HasPrefix(q, "EXEC sys.sp_cdc_help_change_data_capture"):
-		row := func(schema, table, ci string, obj int64, key string) []any {
-			return []any{schema, table, ci, int64(7), obj, start, nil, true, nil, nil, "PK", nil, time.Now(), key, "[id], [name], [amount]"}
-		}
-		return helpColumns, [][]any{
-			row("dbo", "Orders", "dbo_Orders", 101, "[id]"),
-			row("dbo", "snap_greek", "dbo_snap_greek", 102, "[name]"),
-			row("sales", "a]b", "sales_ab", 103, "[co,mp], [id ]]x]"),
+		return docHelpColumns, [][]any{
+			docHelpRow("dbo", "Orders", "dbo_Orders", 101, start, "PK_Orders", "[id]", "[id], [name], [amount]"),
+			docHelpRow("dbo", "snap_greek", "dbo_snap_greek", 102, start, "PK_snap_greek", "[name]", "[name], [v]"),
+			docHelpRow("sales", "a]b", "sales_ab", 103, start, "PK_ab", "[co,mp], [id ]]x]", "[co,mp], [id ]]x]"),
 		}, true
 	case strings.HasPrefix(q, "EXEC sys.sp_cdc_get_captured_columns"):
-		return capturedColumns, [][]any{
-			{"dbo", "Orders", "dbo_Orders", "amount", int64(3), int64(3), "money", nil, int64(19), int64(10), int64(4), nil},
-			{"dbo", "Orders", "dbo_Orders", "id", int64(1), int64(1), "int", nil, int64(10), int64(10), int64(0), nil},
-			{"dbo", "Orders", "dbo_Orders", "name", int64(2), int64(2), "varchar", int64(20), nil, nil, nil, nil},
+		return docCapturedColumns, [][]any{
+			docCapturedColumn("dbo_Orders", "amount", 3, 3, "money"),
+			docCapturedColumn("dbo_Orders", "id", 1, 1, "int"),
+			docCapturedColumn("dbo_Orders", "name", 2, 2, "varchar(20)"),
 		}, true
 	case strings.HasPrefix(q, "SELECT [c].[name], [c].[collation_name]"):
-		return []string{"name", "collation_name", "is_nullable"}, [][]any{
-			{"id", nil, false}, {"name", "Greek_CI_AS", false}, {"amount", nil, true},
+		return docSysColumns, [][]any{
+			docSysColumn("id", "", 0, false, false, 4),
+			docSysColumn("name", "Greek_CI_AS", 1253, false, false, 20),
+			docSysColumn("amount", "", 0, true, false, 8),
 		}, true
+	case strings.HasPrefix(q, "SELECT [i].[type]"):
+		return docSysIndexes, [][]any{{int64(1), "CLUSTERED"}}, true
 	}
 	return nil, nil, false
 }
@@ -74,7 +71,7 @@ func TestCaptureInstanceResolvesIgnoringCase(t *testing.T) {
 	for _, c := range ci.Columns {
 		decls = append(decls, c.Name+" "+c.Declared()+" "+c.Collation)
 	}
-	if got := strings.Join(decls, ", "); got != "id int , name varchar(20) Greek_CI_AS, amount money " {
+	if got := strings.Join(decls, ", "); got != "id int , name varchar(20) Greek_CI_AS, amount money " || ci.Columns[1].CodePage != 1253 {
 		t.Fatalf("columns: %s", got)
 	}
 	if ci.Columns[0].Nullable || !ci.Columns[2].Nullable {
@@ -82,6 +79,9 @@ func TestCaptureInstanceResolvesIgnoringCase(t *testing.T) {
 	}
 	if ci.StartLSN != mustLSN("0x0000002A00000F380001") {
 		t.Fatalf("start lsn %s", ci.StartLSN)
+	}
+	if ci.KeyIndex == nil || ci.KeyIndex.Name != "PK_Orders" || !ci.KeyIndex.Clustered {
+		t.Fatalf("key index %+v, want the clustered PK_Orders", ci.KeyIndex)
 	}
 	_, err = s.CaptureInstance(context.Background(), "dbo_nope")
 	var nf *source.NotFoundError
@@ -92,7 +92,7 @@ func TestCaptureInstanceResolvesIgnoringCase(t *testing.T) {
 
 func readTestInstance() *source.CaptureInstance {
 	return &source.CaptureInstance{Name: "dbo_Orders", SourceSchema: "dbo", SourceTable: "Orders", Key: []string{"id"},
-		Columns: []source.Column{{Name: "id", Type: "int"}, {Name: "name", Type: "varchar", Length: 20, Collation: "Greek_CI_AS", Nullable: true}}}
+		Columns: []source.Column{{Name: "id", Type: "int"}, {Name: "name", Type: "varchar", Length: 20, Collation: "Greek_CI_AS", CodePage: 1253, Nullable: true}}}
 }
 
 func TestReadRangeSetsAndResetsIsolation(t *testing.T) {
@@ -180,6 +180,10 @@ func TestReadChangesDataLoss(t *testing.T) {
 			return []string{""}, [][]any{{min.Bytes()}}, nil
 		case strings.HasPrefix(q, "SELECT sys.fn_cdc_get_max_lsn"):
 			return []string{""}, [][]any{{max.Bytes()}}, nil
+		case strings.HasPrefix(q, "SELECT SYSDATETIMEOFFSET()"):
+			return []string{"now"}, [][]any{{time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}}, nil
+		case strings.Contains(q, "_CT] AS [c]"):
+			return nil, nil, mssql.Error{Number: 229, Message: "The SELECT permission was denied on the object 'dbo_Orders_CT', database 'shop', schema 'cdc'."}
 		case strings.Contains(q, "fn_cdc_get_all_changes_"):
 			changeArgs = args
 			if lsn.LSN(args[0].([]byte)) == mustLSN("0x00000000000000000200") {

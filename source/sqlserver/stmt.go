@@ -2,6 +2,7 @@ package sqlserver
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -83,9 +84,15 @@ func newTable(ci *source.CaptureInstance) (*table, error) {
 		if !ok {
 			return nil, fmt.Errorf("sqlserver: capture instance %q: key column %q is not captured", ci.Name, k)
 		}
+		if c.Computed {
+			return nil, fmt.Errorf("sqlserver: capture instance %q: key column %q is computed: CDC writes NULL for it in change rows, so changes cannot be matched to rows", ci.Name, k)
+		}
 		q, _ := QuoteName(c.Name)
 		t.key = append(t.key, c)
 		t.qkey = append(t.qkey, q)
+	}
+	if all := slices.IndexFunc(ci.Columns, func(c source.Column) bool { return !c.Computed }); all < 0 {
+		return nil, fmt.Errorf("sqlserver: capture instance %q captures only computed columns, which CDC always writes as NULL", ci.Name)
 	}
 	return t, nil
 }
@@ -111,15 +118,50 @@ func CapturedColumnsStatement(captureInstance string) Stmt {
 	return Stmt{SQL: "EXEC sys.sp_cdc_get_captured_columns @capture_instance = @p1", Args: []any{captureInstance}}
 }
 
-// ColumnsStatement reads the collation and nullability of a table's
-// columns from sys.columns, by the table's object id (source_object_id of
+// ColumnsStatement reads, from sys.columns, what the CDC procedures do not
+// say of a table's columns: collation (and its code page, from
+// COLLATIONPROPERTY), nullability, whether the column is computed, and its
+// length in bytes (max_length: -1 for max, two per character for nchar and
+// nvarchar), by the table's object id (source_object_id of
 // sys.sp_cdc_help_change_data_capture). sys.columns shows the columns of
-// tables the login can SELECT; for others it returns no rows.
+// tables the login has some permission on; for others it returns no rows
+// (FACTS.md F35).
 func ColumnsStatement(objectID int64) Stmt {
 	return Stmt{
-		SQL:  "SELECT [c].[name], [c].[collation_name], [c].[is_nullable] FROM [sys].[columns] AS [c] WHERE [c].[object_id] = @p1 ORDER BY [c].[column_id]",
-		Args: []any{objectID},
+		SQL: "SELECT [c].[name], [c].[collation_name], [c].[is_nullable], [c].[is_computed], [c].[max_length], " +
+			"CAST(COLLATIONPROPERTY([c].[collation_name], @p2) AS int) AS [code_page] FROM [sys].[columns] AS [c] WHERE [c].[object_id] = @p1 ORDER BY [c].[column_id]",
+		Args: []any{objectID, "CodePage"},
 	}
+}
+
+// KeyIndexStatement reads whether the capture instance's unique index
+// (index_name of sys.sp_cdc_help_change_data_capture) is the table's
+// clustered index: sys.indexes.type 1 is clustered, 2 nonclustered
+// (FACTS.md F36).
+func KeyIndexStatement(objectID int64, index string) Stmt {
+	return Stmt{
+		SQL:  "SELECT [i].[type], [i].[type_desc] FROM [sys].[indexes] AS [i] WHERE [i].[object_id] = @p1 AND [i].[name] = @p2",
+		Args: []any{objectID, index},
+	}
+}
+
+// guidProbe is the uniqueidentifier GUIDProbeStatement sends as text.
+const guidProbe = "6f9619ff-8b86-d011-b42d-00c04fc964ff"
+
+// GUIDProbeStatement returns a known uniqueidentifier: the bytes the
+// driver gives for it say whether its DSN setting "guid conversion" is on
+// (see parseGUIDProbe). The value is text, which no driver setting
+// converts on the way in.
+func GUIDProbeStatement() Stmt {
+	return Stmt{SQL: "SELECT CAST(@p1 AS uniqueidentifier) AS [probe]", Args: []any{guidProbe}}
+}
+
+// ServerNowStatement reads the server's clock with its UTC offset
+// (SYSDATETIMEOFFSET: the offset of the machine SQL Server runs on,
+// FACTS.md F37): the zone sys.fn_cdc_map_lsn_to_time's local times are in,
+// when Options.ServerTimeZone does not say.
+func ServerNowStatement() Stmt {
+	return Stmt{SQL: "SELECT SYSDATETIMEOFFSET() AS [now]"}
 }
 
 // MaxLSNStatement reads sys.fn_cdc_get_max_lsn().
@@ -318,6 +360,73 @@ func selectList(prefix string, q []string) string {
 	return strings.Join(out, ", ")
 }
 
+// driverCodePages are the code pages go-mssqldb v1.11.2 decodes char,
+// varchar and text with (its internal/cp: 437, 850, 874, 932, 936, 949,
+// 950, 1250-1258; FACTS.md F45). It negotiates no UTF-8 (F46), so a _UTF8
+// collation's code page 65001 is not among them.
+func driverCodePage(cp int) bool {
+	switch cp {
+	case 437, 850, 874, 932, 936, 949, 950, 1250, 1251, 1252, 1253, 1254, 1255, 1256, 1257, 1258:
+		return true
+	}
+	return false
+}
+
+// readAsUnicode reports whether column c is read converted to nvarchar on
+// the server: a char, varchar or text column whose code page the driver
+// cannot decode (a _UTF8 collation, a code page it lacks, or one not known
+// because the collation is not visible), which it would otherwise turn
+// into wrong characters without an error.
+func readAsUnicode(c source.Column) bool {
+	switch c.Type {
+	case "char", "varchar", "text":
+		return !driverCodePage(c.CodePage)
+	}
+	return false
+}
+
+// unicodeType is the nvarchar type that holds every value of c: n bytes of
+// any code page, UTF-8 included, are at most n UTF-16 code units.
+func unicodeType(c source.Column) string {
+	if c.Type == "text" || c.Length < 1 || c.Length > 4000 {
+		return "nvarchar(max)"
+	}
+	return "nvarchar(" + strconv.Itoa(c.Length) + ")"
+}
+
+// readExpr is the select-list expression that reads captured column c,
+// quoted q, qualified by prefix ("" or "[c]."): the column itself, or
+// converted to nvarchar (readAsUnicode) under its own name. ok is false for
+// a computed column, which is not read: CDC writes NULL for it in every
+// change row (FACTS.md F13), so snapshots carry NULL too.
+func readExpr(c source.Column, q, prefix string) (expr string, ok bool) {
+	switch {
+	case c.Computed:
+		return "", false
+	case readAsUnicode(c):
+		return "CAST(" + prefix + q + " AS " + unicodeType(c) + ") AS " + q, true
+	}
+	return prefix + q, true
+}
+
+// readList is the select list of t's captured columns (readExpr), and for
+// each captured column its position in that list, or -1 when it is not
+// read.
+func (t *table) readList(prefix string) (string, []int) {
+	var exprs []string
+	src := make([]int, len(t.cols))
+	for i, c := range t.cols {
+		e, ok := readExpr(c, t.qcol[i], prefix)
+		if !ok {
+			src[i] = -1
+			continue
+		}
+		src[i] = len(exprs)
+		exprs = append(exprs, e)
+	}
+	return strings.Join(exprs, ", "), src
+}
+
 // ReadRangeStatement reads the captured columns of the rows whose key lies
 // in r: one SELECT per seekable piece of r (keyrange.Pieces), joined by
 // UNION ALL, every bound a parameter cast to its column's declared type.
@@ -326,7 +435,7 @@ func ReadRangeStatement(ci *source.CaptureInstance, r keyrange.Range) (Stmt, err
 	if err != nil {
 		return Stmt{}, err
 	}
-	cols := selectList("", t.qcol)
+	cols, _ := t.readList("")
 	if r.Lower == nil && r.Upper == nil {
 		return Stmt{SQL: "SELECT " + cols + " FROM " + t.name}, nil
 	}
@@ -394,17 +503,70 @@ func SeekKeyStatement(ci *source.CaptureInstance, from keyrange.Tuple, k int64) 
 		parts = append(parts, "SELECT "+selectList(alias+".", t.qkey)+" FROM ("+inner+") AS "+alias)
 	}
 	off := ps.add(k)
-	sql := "SELECT " + selectList("[s].", t.qkey) + " FROM (\n" + strings.Join(parts, "\nUNION ALL\n") +
+	outer := make([]string, len(t.key))
+	for i, c := range t.key {
+		outer[i], _ = readExpr(c, t.qkey[i], "[s].")
+	}
+	sql := "SELECT " + strings.Join(outer, ", ") + " FROM (\n" + strings.Join(parts, "\nUNION ALL\n") +
 		"\n) AS [s] ORDER BY " + selectList("[s].", t.qkey) + " OFFSET " + off + " ROWS FETCH NEXT 1 ROWS ONLY"
 	return Stmt{SQL: sql, Args: ps.args}, nil
 }
 
+// changeOrder is the order of change rows: by LSN, then __$command_id
+// where it can be read (the documented order within a transaction:
+// __$seqval alone can put an update's insert before its delete, FACTS.md
+// F10), then __$seqval, then __$operation (an update's before image, 3,
+// before its after image, 4: they share __$seqval).
+func changeOrder(commandID bool) string {
+	if commandID {
+		return "[c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation]"
+	}
+	return "[c].[__$start_lsn], [c].[__$seqval], [c].[__$operation]"
+}
+
+// changeSelect is the select list of a change read: __$start_lsn,
+// __$seqval, __$operation, __$command_id (when read), the captured columns
+// (readExpr), and the commit time of each row's LSN as [__$commit_ts].
+// sys.fn_cdc_map_lsn_to_time runs on the first row of each LSN only; the
+// rows after it in the same LSN carry NULL, which the decoder fills from
+// the first (a transaction's rows share its LSN, and a scalar function in a
+// select list would otherwise run once per row, FACTS.md F41, F42).
+func (t *table) changeSelect(commandID bool) (string, []int) {
+	lead := "[c].[__$start_lsn], [c].[__$seqval], [c].[__$operation]"
+	if commandID {
+		lead += ", [c].[__$command_id]"
+	}
+	cols, src := t.readList("[c].")
+	ts := "CASE WHEN [c].[__$start_lsn] = LAG([c].[__$start_lsn]) OVER (ORDER BY " + changeOrder(commandID) +
+		") THEN NULL ELSE sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) END AS [__$commit_ts]"
+	return lead + ", " + cols + ", " + ts, src
+}
+
+// ChangeTableStatement reads the changes from <= __$start_lsn <= to from
+// the capture instance's change table, cdc.[<capture instance>_CT]
+// (FACTS.md F11), ordered by __$command_id within each LSN (changeOrder),
+// as Debezium's SQL Server connector does. Reading the table needs SELECT
+// on it, which the change functions do not; ChangesStatement is the
+// fallback. Both hold updates as before (3) and after (4) images.
+func ChangeTableStatement(ci *source.CaptureInstance, from, to lsn.LSN) (Stmt, error) {
+	t, err := newTable(ci)
+	if err != nil {
+		return Stmt{}, err
+	}
+	ct, err := QuoteName(ci.Name + "_CT")
+	if err != nil {
+		return Stmt{}, fmt.Errorf("sqlserver: capture instance %q: %w", ci.Name, err)
+	}
+	sel, _ := t.changeSelect(true)
+	sql := "SELECT " + sel + " FROM [cdc]." + ct + " AS [c] WHERE [c].[__$start_lsn] >= @p1 AND [c].[__$start_lsn] <= @p2 ORDER BY " + changeOrder(true)
+	return Stmt{SQL: sql, Args: []any{from.Bytes(), to.Bytes()}}, nil
+}
+
 // ChangesStatement reads the changes from <= __$start_lsn <= to through
 // cdc.fn_cdc_get_all_changes_<capture instance> with N'all update old'
-// (updates as before and after images): __$start_lsn, __$seqval,
-// __$operation, the captured columns, and the commit time
-// (sys.fn_cdc_map_lsn_to_time), ordered by LSN, seqval and operation. The
-// function returns no __$command_id.
+// (updates as before and after images; FACTS.md F09), for a login that may
+// not read the change table. The function returns no __$command_id, so
+// rows within an LSN are ordered by __$seqval and __$operation only.
 func ChangesStatement(ci *source.CaptureInstance, from, to lsn.LSN) (Stmt, error) {
 	t, err := newTable(ci)
 	if err != nil {
@@ -414,8 +576,7 @@ func ChangesStatement(ci *source.CaptureInstance, from, to lsn.LSN) (Stmt, error
 	if err != nil {
 		return Stmt{}, fmt.Errorf("sqlserver: capture instance %q: %w", ci.Name, err)
 	}
-	sel := "[c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], " + selectList("[c].", t.qcol) +
-		", sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) AS [__$commit_ts]"
-	sql := "SELECT " + sel + " FROM [cdc]." + fn + "(@p1, @p2, N'all update old') AS [c] ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation]"
+	sel, _ := t.changeSelect(false)
+	sql := "SELECT " + sel + " FROM [cdc]." + fn + "(@p1, @p2, N'all update old') AS [c] ORDER BY " + changeOrder(false)
 	return Stmt{SQL: sql, Args: []any{from.Bytes(), to.Bytes()}}, nil
 }

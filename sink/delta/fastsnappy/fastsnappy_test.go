@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/klauspost/compress/snappy"
 
 	"github.com/cdcsnap/cdcsnap/fake"
+	"github.com/cdcsnap/cdcsnap/internal/testenv"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
 	"github.com/cdcsnap/cdcsnap/sink/delta/fastsnappy"
 	"github.com/cdcsnap/cdcsnap/snapshot"
@@ -186,10 +186,7 @@ func TestTableReadsBack(t *testing.T) {
 		r.Close()
 	}
 
-	py := os.Getenv("CDCSNAP_PYTHON")
-	if py == "" {
-		t.Skip("CDCSNAP_PYTHON is not set: set it to the interop venv's python (CDCSNAP_PYTHON=$(.ci/pyenv)) to read the table with delta-rs too")
-	}
+	py := testenv.Python(t, "delta-rs reads fastsnappy's files")
 	// sink/delta's interop script: delta-rs reads every row.
 	cmd := exec.Command(py, filepath.Join("..", "interop", "interop.py"), "verify", dir)
 	var stderr strings.Builder

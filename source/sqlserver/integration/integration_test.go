@@ -22,6 +22,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/cdcsnap/cdcsnap/internal/testenv"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/source"
@@ -32,7 +33,8 @@ func open(t *testing.T, env string) (*sql.DB, *sqlserver.Source) {
 	t.Helper()
 	dsn := os.Getenv(env)
 	if dsn == "" {
-		t.Skipf("%s is not set: the SQL Server integration tests need a server; run source/sqlserver/integration/run.sh (Docker) or set %s to a database prepared by integration/setup.sql", env, env)
+		testenv.Skip(t, "SQL Server integration", env+" is not set",
+			"source/sqlserver/integration/run.sh (starts SQL Server 2022 in Docker), or "+env+"=<DSN of a database made by integration/setup.sql> go test ./source/sqlserver/integration")
 	}
 	db, err := sqlserver.Open(dsn)
 	if err != nil {

@@ -5,9 +5,22 @@ EXEC sys.sp_cdc_help_change_data_capture;
 -- @p1 = nvarchar N'dbo_orders'
 EXEC sys.sp_cdc_get_captured_columns @capture_instance = @p1;
 
--- name: sys.columns/collations
+-- name: sys.columns/column_info
 -- @p1 = bigint 245575913
-SELECT [c].[name], [c].[collation_name], [c].[is_nullable] FROM [sys].[columns] AS [c] WHERE [c].[object_id] = @p1 ORDER BY [c].[column_id];
+-- @p2 = nvarchar N'CodePage'
+SELECT [c].[name], [c].[collation_name], [c].[is_nullable], [c].[is_computed], [c].[max_length], CAST(COLLATIONPROPERTY([c].[collation_name], @p2) AS int) AS [code_page] FROM [sys].[columns] AS [c] WHERE [c].[object_id] = @p1 ORDER BY [c].[column_id];
+
+-- name: sys.indexes/key_index
+-- @p1 = bigint 245575913
+-- @p2 = nvarchar N'PK_orders'
+SELECT [i].[type], [i].[type_desc] FROM [sys].[indexes] AS [i] WHERE [i].[object_id] = @p1 AND [i].[name] = @p2;
+
+-- name: probe/uniqueidentifier
+-- @p1 = nvarchar N'6f9619ff-8b86-d011-b42d-00c04fc964ff'
+SELECT CAST(@p1 AS uniqueidentifier) AS [probe];
+
+-- name: probe/server_now
+SELECT SYSDATETIMEOFFSET() AS [now];
 
 -- name: cdc/max_lsn
 SELECT sys.fn_cdc_get_max_lsn();
@@ -46,10 +59,35 @@ EXEC sys.sp_spaceused @objname = @p1;
 -- name: changes/orders
 -- @p1 = varbinary 0x0000002A00000F380003
 -- @p2 = varbinary 0x0000002A00000F400001
-SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[id], [c].[amount], [c].[note], sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) AS [__$commit_ts] FROM [cdc].[fn_cdc_get_all_changes_dbo_orders](@p1, @p2, N'all update old') AS [c] ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation];
+SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[id], [c].[amount], [c].[note], CASE WHEN [c].[__$start_lsn] = LAG([c].[__$start_lsn]) OVER (ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation]) THEN NULL ELSE sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) END AS [__$commit_ts] FROM [cdc].[fn_cdc_get_all_changes_dbo_orders](@p1, @p2, N'all update old') AS [c] ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation];
 
 -- name: changes/weird_names
 -- @p1 = varbinary 0x0000002A00000F380003
 -- @p2 = varbinary 0x0000002A00000F400001
-SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[id ]]]]], [c].[ключ], [c].[a b], sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) AS [__$commit_ts] FROM [cdc].[fn_cdc_get_all_changes_sales ]]x_Ördersё](@p1, @p2, N'all update old') AS [c] ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation];
+SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[id ]]]]], [c].[ключ], [c].[a b], CASE WHEN [c].[__$start_lsn] = LAG([c].[__$start_lsn]) OVER (ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation]) THEN NULL ELSE sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) END AS [__$commit_ts] FROM [cdc].[fn_cdc_get_all_changes_sales ]]x_Ördersё](@p1, @p2, N'all update old') AS [c] ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation];
+
+-- name: changes/utf8_and_computed
+-- @p1 = varbinary 0x0000002A00000F380003
+-- @p2 = varbinary 0x0000002A00000F400001
+SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], CAST([c].[name] AS nvarchar(40)) AS [name], CAST([c].[notes] AS nvarchar(max)) AS [notes], CAST([c].[legacy] AS nvarchar(max)) AS [legacy], CAST([c].[code] AS nvarchar(3)) AS [code], CASE WHEN [c].[__$start_lsn] = LAG([c].[__$start_lsn]) OVER (ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation]) THEN NULL ELSE sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) END AS [__$commit_ts] FROM [cdc].[fn_cdc_get_all_changes_dbo_cities](@p1, @p2, N'all update old') AS [c] ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation];
+
+-- name: change_table/orders
+-- @p1 = varbinary 0x0000002A00000F380003
+-- @p2 = varbinary 0x0000002A00000F400001
+SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[__$command_id], [c].[id], [c].[amount], [c].[note], CASE WHEN [c].[__$start_lsn] = LAG([c].[__$start_lsn]) OVER (ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation]) THEN NULL ELSE sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) END AS [__$commit_ts] FROM [cdc].[dbo_orders_CT] AS [c] WHERE [c].[__$start_lsn] >= @p1 AND [c].[__$start_lsn] <= @p2 ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation];
+
+-- name: change_table/weird_names
+-- @p1 = varbinary 0x0000002A00000F380003
+-- @p2 = varbinary 0x0000002A00000F400001
+SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[__$command_id], [c].[id ]]]]], [c].[ключ], [c].[a b], CASE WHEN [c].[__$start_lsn] = LAG([c].[__$start_lsn]) OVER (ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation]) THEN NULL ELSE sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) END AS [__$commit_ts] FROM [cdc].[sales ]]x_Ördersё_CT] AS [c] WHERE [c].[__$start_lsn] >= @p1 AND [c].[__$start_lsn] <= @p2 ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation];
+
+-- name: change_table/hostile_names
+-- @p1 = varbinary 0x0000002A00000F380003
+-- @p2 = varbinary 0x0000002A00000F400001
+SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[__$command_id], [c].[k;1], [c].[v AS varchar], CASE WHEN [c].[__$start_lsn] = LAG([c].[__$start_lsn]) OVER (ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation]) THEN NULL ELSE sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) END AS [__$commit_ts] FROM [cdc].[dbo_a;b_CT] AS [c] WHERE [c].[__$start_lsn] >= @p1 AND [c].[__$start_lsn] <= @p2 ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation];
+
+-- name: change_table/utf8_and_computed
+-- @p1 = varbinary 0x0000002A00000F380003
+-- @p2 = varbinary 0x0000002A00000F400001
+SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[__$command_id], CAST([c].[name] AS nvarchar(40)) AS [name], CAST([c].[notes] AS nvarchar(max)) AS [notes], CAST([c].[legacy] AS nvarchar(max)) AS [legacy], CAST([c].[code] AS nvarchar(3)) AS [code], CASE WHEN [c].[__$start_lsn] = LAG([c].[__$start_lsn]) OVER (ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation]) THEN NULL ELSE sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) END AS [__$commit_ts] FROM [cdc].[dbo_cities_CT] AS [c] WHERE [c].[__$start_lsn] >= @p1 AND [c].[__$start_lsn] <= @p2 ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation];
 

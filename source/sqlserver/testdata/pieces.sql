@@ -141,3 +141,27 @@ SELECT [id ]]]]], [ключ], [a b] FROM [sales ]]x].[Ördersё 'q"] WHERE [id ]
 UNION ALL
 SELECT [id ]]]]], [ключ], [a b] FROM [sales ]]x].[Ördersё 'q"] WHERE [id ]]]]] = CAST(@p3 AS int) AND [ключ] < CAST(@p4 AS nchar(4)) AND [id ]]]]] > CAST(@p1 AS int);
 
+-- name: hostile_names/middle
+-- @p1 = bigint 1
+-- @p2 = bigint 9
+SELECT [k;1], [v AS varchar] FROM [dbo;x].[t]]; DROP TABLE t;--] WHERE [k;1] >= CAST(@p1 AS int) AND [k;1] < CAST(@p2 AS int);
+
+-- name: empty/equal_bounds
+SELECT [id], [amount], [note] FROM [dbo].[orders] WHERE 1 = 0;
+
+-- name: utf8/middle
+-- @p1 = nvarchar N'Kraków'
+-- @p2 = nvarchar N'Łódź'
+SELECT CAST([name] AS nvarchar(40)) AS [name], CAST([notes] AS nvarchar(max)) AS [notes], CAST([legacy] AS nvarchar(max)) AS [legacy], CAST([code] AS nvarchar(3)) AS [code] FROM [dbo].[cities] WHERE [name] >= CAST(@p1 COLLATE Latin1_General_100_CI_AS_SC_UTF8 AS varchar(40)) AND [name] < CAST(@p2 COLLATE Latin1_General_100_CI_AS_SC_UTF8 AS varchar(40));
+
+-- name: guard/turkish_i
+-- @p1 = nvarchar N'I'
+-- @p2 = bigint 5
+-- @p3 = nvarchar N'i'
+-- @p4 = bigint 3
+SELECT [name], [id] FROM [dbo].[tr] WHERE [name] = CAST(@p1 COLLATE Turkish_CI_AS AS varchar(10)) AND [id] >= CAST(@p2 AS int) AND (([name] < CAST(@p3 COLLATE Turkish_CI_AS AS varchar(10))) OR ([name] = CAST(@p3 COLLATE Turkish_CI_AS AS varchar(10)) AND [id] < CAST(@p4 AS int)))
+UNION ALL
+SELECT [name], [id] FROM [dbo].[tr] WHERE [name] > CAST(@p1 COLLATE Turkish_CI_AS AS varchar(10)) AND [name] < CAST(@p3 COLLATE Turkish_CI_AS AS varchar(10))
+UNION ALL
+SELECT [name], [id] FROM [dbo].[tr] WHERE [name] = CAST(@p3 COLLATE Turkish_CI_AS AS varchar(10)) AND [id] < CAST(@p4 AS int) AND [name] > CAST(@p1 COLLATE Turkish_CI_AS AS varchar(10));
+

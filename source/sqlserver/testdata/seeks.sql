@@ -45,6 +45,14 @@ UNION ALL
 SELECT [q1].[id ]]]]], [q1].[ключ] FROM (SELECT TOP (@p1) [id ]]]]], [ключ] FROM [sales ]]x].[Ördersё 'q"] WHERE [id ]]]]] > CAST(@p2 AS int) ORDER BY [id ]]]]], [ключ]) AS [q1]
 ) AS [s] ORDER BY [s].[id ]]]]], [s].[ключ] OFFSET @p4 ROWS FETCH NEXT 1 ROWS ONLY;
 
+-- name: utf8/from_key
+-- @p1 = bigint 101
+-- @p2 = nvarchar N'Kraków'
+-- @p3 = bigint 100
+SELECT CAST([s].[name] AS nvarchar(40)) AS [name] FROM (
+SELECT [q0].[name] FROM (SELECT TOP (@p1) [name] FROM [dbo].[cities] WHERE [name] >= CAST(@p2 COLLATE Latin1_General_100_CI_AS_SC_UTF8 AS varchar(40)) ORDER BY [name]) AS [q0]
+) AS [s] ORDER BY [s].[name] OFFSET @p3 ROWS FETCH NEXT 1 ROWS ONLY;
+
 -- name: kinds/from_key
 -- @p1 = bigint 51
 -- @p2 = nvarchar N'-12.345'

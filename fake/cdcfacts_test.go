@@ -1,0 +1,160 @@
+package fake_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/cdcsnap/cdcsnap/fake"
+	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/lsn"
+	"github.com/cdcsnap/cdcsnap/source"
+)
+
+// lobDB has every kind of column CDC writes NULL for in some change rows
+// (FACTS.md F13): text, ntext, image, the (max) types, xml, and a computed
+// column; each NOT NULL in the table.
+func lobDB(t *testing.T) (*fake.DB, *source.CaptureInstance) {
+	t.Helper()
+	db := fake.New(fake.Options{})
+	check(t, db.CreateTable(fake.TableDef{
+		Schema: "dbo", Name: "docs",
+		Columns: []fake.ColumnDef{
+			{Name: "id", Type: "int"},
+			{Name: "t", Type: "text"}, {Name: "nt", Type: "ntext"}, {Name: "img", Type: "image"},
+			{Name: "vm", Type: "varchar(max)"}, {Name: "nm", Type: "nvarchar(max)"}, {Name: "bm", Type: "varbinary(max)"},
+			{Name: "x", Type: "xml"}, {Name: "total", Type: "int", Computed: true}, {Name: "n", Type: "int"},
+		},
+		Key:             []string{"id"},
+		CaptureInstance: "dbo_docs",
+	}))
+	return db, must[*source.CaptureInstance](t)(db.CaptureInstance(ctx, "dbo_docs"))
+}
+
+func docRow(id int64, s string, n int64) fake.Row {
+	return fake.Row{id, s, s, []byte(s), s, s, []byte(s), "<a>" + s + "</a>", n * 2, n}
+}
+
+// TestChangeRowsCarryCDCsNulls: a computed column is NULL in every change
+// row and in the snapshot's read; text, ntext and image are NULL in deletes
+// and update-before images; the (max) types and xml are NULL in an
+// update-before image when the update left them alone, and hold their
+// value when it changed them or in a delete. The schema says such columns
+// are nullable though the table's are not.
+func TestChangeRowsCarryCDCsNulls(t *testing.T) {
+	db, ci := lobDB(t)
+	schema := must[*source.CaptureInstance](t)(db.CaptureInstance(ctx, "dbo_docs"))
+	for _, c := range schema.Columns {
+		if c.Name == "total" && !c.Computed {
+			t.Fatal("CaptureInstance does not mark the computed column")
+		}
+	}
+	first := must[lsn.LSN](t)(db.Load("dbo", "docs", docRow(1, "a", 1), docRow(2, "b", 2)))
+	tx := db.Begin()
+	check(t, tx.Update("dbo", "docs", []any{int64(1)}, fake.Row{int64(1), "a", "a", []byte("a"), "a", "a2", []byte("a"), "<a>a</a>", int64(20), int64(10)}))
+	check(t, tx.Delete("dbo", "docs", []any{int64(2)}))
+	must[lsn.LSN](t)(tx.Commit())
+
+	rr := must[array.RecordReader](t)(db.ReadChanges(ctx, ci, first, lsn.Max))
+	wantSchema, err := source.ChangeSchema(ci.Columns)
+	check(t, err)
+	if !rr.Schema().Equal(wantSchema) {
+		t.Fatalf("schema %v, want %v", rr.Schema(), wantSchema)
+	}
+	for _, f := range rr.Schema().Fields()[1:9] {
+		if !f.Nullable {
+			t.Errorf("change schema: %s is not nullable", f.Name)
+		}
+	}
+	rr.Release()
+	rows := mustReadAll(t)(db.ReadChanges(ctx, ci, first, lsn.Max))
+	// columns: id t nt img vm nm bm x total n | _operation ...
+	type want struct {
+		id, op int64
+		null   []string
+	}
+	names := []string{"id", "t", "nt", "img", "vm", "nm", "bm", "x", "total", "n"}
+	for i, w := range []want{
+		{1, 2, []string{"total"}},
+		{2, 2, []string{"total"}},
+		{1, 3, []string{"t", "nt", "img", "vm", "bm", "x", "total"}}, // nm changed: kept
+		{1, 4, []string{"total"}},
+		{2, 1, []string{"t", "nt", "img", "total"}},
+	} {
+		r := rows[i]
+		if r[0].(int64) != w.id || r[10].(int64) != w.op {
+			t.Fatalf("row %d: id %v op %v, want %d %d", i, r[0], r[10], w.id, w.op)
+		}
+		for j, name := range names {
+			isNull := r[j] == nil
+			wantNull := false
+			for _, n := range w.null {
+				wantNull = wantNull || n == name
+			}
+			if isNull != wantNull {
+				t.Errorf("row %d (id %d, operation %d): %s is %v, want NULL %v", i, w.id, w.op, name, r[j], wantNull)
+			}
+		}
+	}
+	// The snapshot's read follows the stream for the computed column.
+	read := mustReadAll(t)(db.ReadRange(ctx, ci, keyrange.Range{}, source.ReadOptions{}))
+	if len(read) != 1 || read[0][8] != nil || read[0][9].(int64) != 10 {
+		t.Fatalf("ReadRange: %v, want one row with total NULL and n 10", read)
+	}
+}
+
+// TestDeniedChangesAreAnErrorNotNothing: a login that may no longer read
+// a capture instance's changes (or an instance dropped since it was
+// described) gets a *source.AccessError from MinLSN and ReadChanges, as
+// SQL Server's 0x00… minimum LSN means (FACTS.md F07), never an empty
+// read; the instance is no longer listed (F01).
+func TestDeniedChangesAreAnErrorNotNothing(t *testing.T) {
+	db := ordersDB(t, fake.Options{})
+	ci := must[*source.CaptureInstance](t)(db.EnableCDC("dbo", "orders", ""))
+	l := must[lsn.LSN](t)(db.Load("dbo", "orders", fake.Row{int64(1), nil, nil}))
+	check(t, db.DenyChanges("dbo_orders"))
+	var ae *source.AccessError
+	if _, _, err := db.MinLSN(ctx, ci.Name); !errors.As(err, &ae) || !errors.Is(err, source.ErrNotFound) {
+		t.Errorf("MinLSN of a denied instance: %v, want a *source.AccessError", err)
+	}
+	if _, err := db.ReadChanges(ctx, ci, l, lsn.Max); !errors.As(err, &ae) {
+		t.Errorf("ReadChanges of a denied instance: %v, want a *source.AccessError", err)
+	}
+	var nf *source.NotFoundError
+	if _, err := db.CaptureInstance(ctx, ci.Name); !errors.As(err, &nf) {
+		t.Errorf("CaptureInstance of a denied instance: %v, want a *source.NotFoundError", err)
+	}
+	check(t, db.GrantChanges("dbo_orders"))
+	if rows := readChanges(t, db, ci, l, lsn.Max); len(rows) != 1 {
+		t.Errorf("after GrantChanges: %d change rows, want 1", len(rows))
+	}
+	check(t, db.DisableCDC("dbo_orders"))
+	if _, err := db.ReadChanges(ctx, ci, l, lsn.Max); !errors.As(err, &ae) {
+		t.Errorf("ReadChanges of a dropped instance: %v, want a *source.AccessError", err)
+	}
+}
+
+// TestCleanupDuringAChangeReadIsDataLoss: cleanup that raises the minimum
+// LSN above from while a change read runs may delete rows the read has not
+// reached: the read ends with a *source.DataLossError.
+func TestCleanupDuringAChangeReadIsDataLoss(t *testing.T) {
+	db := ordersDB(t, fake.Options{})
+	ci := must[*source.CaptureInstance](t)(db.EnableCDC("dbo", "orders", ""))
+	var ls []lsn.LSN
+	for i := range 3 {
+		ls = append(ls, must[lsn.LSN](t)(db.Load("dbo", "orders", fake.Row{int64(i), nil, nil})))
+	}
+	rr := must[array.RecordReader](t)(db.ReadChanges(ctx, ci, ls[0], lsn.Max))
+	defer rr.Release()
+	if !rr.Next() {
+		t.Fatalf("no first batch: %v", rr.Err())
+	}
+	check(t, db.Cleanup("dbo_orders", ls[2]))
+	for rr.Next() {
+	}
+	var dl *source.DataLossError
+	if !errors.As(rr.Err(), &dl) || dl.MinLSN != ls[2] {
+		t.Fatalf("read across a cleanup: %v, want a *source.DataLossError at %s", rr.Err(), ls[2])
+	}
+}
