@@ -127,7 +127,7 @@ func (u UUID) SQLServerBytes() []byte {
 }
 
 // SortKey returns the bytes in the order SQL Server compares uniqueidentifier
-// values: the last six bytes first, then 8-9, then the groups SQL Server
+// values (source/sqlserver/FACTS.md F25): the last six bytes first, then 8-9, then the groups SQL Server
 // stores byte-swapped, each in its stored order. Keys compare as their
 // SortKeys compare bytewise.
 func (u UUID) SortKey() [16]byte {

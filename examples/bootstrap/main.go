@@ -37,6 +37,7 @@ import (
 type config struct {
 	target     string
 	dsn        string
+	serverTZ   string
 	instance   string
 	rows       int
 	partitions int
@@ -50,6 +51,7 @@ func main() {
 	var cfg config
 	flag.StringVar(&cfg.target, "target", "./bronze", "Delta table URL: a folder, file://, mem://, s3://, gs:// or azblob://")
 	flag.StringVar(&cfg.dsn, "dsn", "", "SQL Server connection string (sqlserver://...); empty: the embedded demo fake")
+	flag.StringVar(&cfg.serverTZ, "server-time-zone", "", "with -dsn: the SQL Server machine's IANA time zone (commit times are its local wall clock); empty: its current UTC offset, wrong across daylight saving time")
 	flag.StringVar(&cfg.instance, "capture-instance", "sales_orders", "capture instance to snapshot")
 	flag.IntVar(&cfg.rows, "rows", 300_000, "rows in the demo fake's table (ignored with -dsn)")
 	flag.IntVar(&cfg.partitions, "partitions", 4, "key ranges read in parallel")
@@ -95,7 +97,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		earlier bool // the demo's table holds a snapshot of an earlier run
 	)
 	if cfg.dsn != "" {
-		s, closeDB, err := openSQLServer(ctx, cfg.dsn, logger)
+		s, closeDB, err := openSQLServer(ctx, cfg.dsn, cfg.serverTZ, logger)
 		if err != nil {
 			return err
 		}

@@ -53,7 +53,7 @@ func EqualASCIIFold(x, y string, turkic bool) bool {
 	return true
 }
 
-// ComparePadded compares as SQL Server does: the shorter string padded with
+// ComparePadded compares as SQL Server does (FACTS.md F22): the shorter string padded with
 // spaces to the length of the longer. Trailing spaces so never matter
 // ('a' = 'a  '), and a character below the space sorts a longer string
 // first ('a' + CHAR(9) < 'a'), where plain trimming would put it after.

@@ -73,4 +73,3 @@ func TestSummaryListsSkippedSuitesAndFailures(t *testing.T) {
 		t.Error("the log lost a passing test's output")
 	}
 }
-

@@ -144,7 +144,7 @@ func parseTimeText(s string) (time.Time, error) {
 	return time.Date(1, 1, 1, h, m, sec, ns, time.UTC), nil
 }
 
-// wallUTC keeps t's wall clock and reads it as UTC. go-mssqldb returns
+// wallUTC keeps t's wall clock and reads it as UTC (FACTS.md F43, F51). go-mssqldb returns
 // date, time, datetime, smalldatetime and datetime2 values in the
 // connection's "timezone" setting (UTC by default) with the stored wall
 // clock; SQL Server attaches no zone to them.

@@ -150,7 +150,7 @@ func TestSQLVariantIsAClearError(t *testing.T) {
 	}
 }
 
-func TestGUIDConversionOption(t *testing.T) {
+func TestUUIDFromDriverEitherByteOrder(t *testing.T) {
 	u, _ := keyrange.ParseUUID("6f9619ff-8b86-d011-b42d-00c04fc964ff")
 	got, err := uuidFromDriver(u[:], true)
 	if err != nil || got != u {

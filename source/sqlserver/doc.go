@@ -1,11 +1,47 @@
 // Package sqlserver implements source.Source on SQL Server with Change Data
 // Capture, through database/sql and github.com/microsoft/go-mssqldb.
 //
-// It uses only documented CDC interfaces: sys.sp_cdc_help_change_data_capture
+// It uses documented interfaces only: sys.sp_cdc_help_change_data_capture
 // (capture instances, start LSN, key), sys.sp_cdc_get_captured_columns
 // (declared types), sys.fn_cdc_get_max_lsn, sys.fn_cdc_get_min_lsn,
-// sys.fn_cdc_map_lsn_to_time, cdc.fn_cdc_get_all_changes_<capture instance>,
-// sys.sp_spaceused (row counts) and sys.columns (collations, nullability).
+// sys.fn_cdc_map_lsn_to_time, the change table cdc.[<capture instance>_CT]
+// and, for a login that may not read it, cdc.fn_cdc_get_all_changes_<capture
+// instance>, sys.sp_spaceused (row counts), sys.columns (collations and their
+// code pages, nullability, computed columns, lengths) and sys.indexes
+// (whether the key's index is clustered).
+//
+// # Facts
+//
+// Every behaviour of SQL Server and go-mssqldb the package relies on is in
+// FACTS.md beside this file, with its Microsoft documentation page and the
+// place in a peer that tests against a real server (Debezium, Estuary,
+// Flink CDC, Airbyte) relying on the same fact; the code names the row it
+// relies on (FACTS.md F13). Among them:
+//
+//   - sys.sp_cdc_get_captured_columns calls its ordinal column
+//     column_ordinal on SQL Server 2017 and later and ordinal_position in
+//     older documentation: either is read (F04).
+//   - sys.fn_cdc_get_min_lsn returns 0x00… for an instance that does not
+//     exist or that the login may not read: a *source.AccessError, never "no
+//     changes" (F07).
+//   - Changes come from the change table ordered by __$command_id within a
+//     transaction, where __$seqval alone can put an update's insert before
+//     its delete (F10); a login without SELECT on it reads through the
+//     change function, ordered by __$seqval, and the reason is logged once.
+//   - Computed columns are NULL in every change row, so snapshots read them
+//     as NULL too; large-object columns are NULL in some change rows; every
+//     bronze column is nullable (F13, F52).
+//   - go-mssqldb decodes char/varchar only in the code pages it has, never
+//     UTF-8: a column in a _UTF8 collation (or a code page it lacks, or one
+//     not visible) is read as CAST(col AS nvarchar(n)), seeks still on the
+//     column itself (F45, F46).
+//   - Under Turkish and Azeri collations 'I' and 'i' are two keys (F23).
+//   - The bytes of a uniqueidentifier depend on the DSN's "guid
+//     conversion": the source probes a known value once (F44).
+//   - sys.fn_cdc_map_lsn_to_time returns the server's local time: set
+//     Options.ServerTimeZone to the server's zone, or the source reads the
+//     server's current UTC offset once (right unless the zone observes
+//     daylight saving time) (F08, F37).
 //
 // # Statements
 //
@@ -58,5 +94,8 @@
 //
 // The tests in integration/ run against a real SQL Server when
 // CDCSNAP_MSSQL_DSN is set; integration/run.sh starts SQL Server 2022 with
-// its agent in Docker, creates the test database and runs them.
+// its agent in Docker, creates the test database and runs them, and
+// .github/workflows/sqlserver.yml runs them on every push to a forge, on a
+// SQL Server 2022 service container. They hold the server to the facts of
+// FACTS.md marked IT.
 package sqlserver

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cdcsnap/cdcsnap/internal/mssqldocs"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/lsn"
 )
@@ -23,8 +24,7 @@ import (
 // has_drop_pending bit, role_name sysname, index_name sysname,
 // filegroup_name sysname, create_date datetime, index_column_list
 // nvarchar(max), captured_column_list nvarchar(max).
-var docHelpColumns = []string{"source_schema", "source_table", "capture_instance", "object_id", "source_object_id", "start_lsn", "end_lsn",
-	"supports_net_changes", "has_drop_pending", "role_name", "index_name", "filegroup_name", "create_date", "index_column_list", "captured_column_list"}
+var docHelpColumns = mssqldocs.Names(mssqldocs.HelpChangeDataCapture)
 
 // docHelpRow is one row of docHelpColumns. index is "" for an instance
 // without a unique index (index_name and index_column_list NULL).
@@ -45,14 +45,10 @@ func docHelpRow(schema, table, instance string, sourceObjectID int64, start lsn.
 // numeric_precision_radix smallint, numeric_scale int, datetime_precision
 // smallint. Before the documentation was corrected (2018) the sixth
 // column was called ordinal_position: docCapturedColumnsOld.
-var docCapturedColumns = []string{"source_schema", "source_table", "capture_instance", "column_name", "column_id", "column_ordinal", "data_type",
-	"character_maximum_length", "numeric_precision", "numeric_precision_radix", "numeric_scale", "datetime_precision"}
-
-var docCapturedColumnsOld = func() []string {
-	c := append([]string(nil), docCapturedColumns...)
-	c[5] = "ordinal_position"
-	return c
-}()
+var (
+	docCapturedColumns    = mssqldocs.Names(mssqldocs.CapturedColumns)
+	docCapturedColumnsOld = mssqldocs.Names(mssqldocs.CapturedColumnsBefore2017)
+)
 
 // docCapturedColumn is one row of docCapturedColumns for a column declared
 // decl. character_maximum_length is the length of a character type and NULL
@@ -123,7 +119,7 @@ var docSysIndexes = []string{"type", "type_desc"}
 // docSpaceUsed is sp_spaceused's result for one table (FACTS.md F16): name
 // nvarchar(128), rows char(20) (text, padded), reserved, data, index_size
 // and unused varchar(18).
-var docSpaceUsed = []string{"name", "rows", "reserved", "data", "index_size", "unused"}
+var docSpaceUsed = mssqldocs.Names(mssqldocs.SpaceUsed)
 
 // docScalar is the result of a SELECT of one unnamed expression
 // (fn_cdc_get_max_lsn(), fn_cdc_get_min_lsn(...), fn_cdc_map_lsn_to_time(...)):

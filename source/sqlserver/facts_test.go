@@ -248,9 +248,8 @@ func TestChangesComeFromTheChangeTableWithCommandID(t *testing.T) {
 		}
 		return nil, nil, errors.New("unexpected " + q)
 	}}
-	s, logs := newTestSource(t, f, Options{})
 	ctx := context.Background()
-	read := func() [][2]string {
+	read := func(s *Source) [][2]string {
 		t.Helper()
 		rr, err := s.ReadChanges(ctx, readTestInstance(), mustLSN("0x0000002A00000F380001"), lsn.Max)
 		if err != nil {
@@ -269,16 +268,16 @@ func TestChangesComeFromTheChangeTableWithCommandID(t *testing.T) {
 		}
 		return out
 	}
-	if got := read(); len(got) != 2 || got[0] != [2]string{"1", "1"} || got[1] != [2]string{"2", "2"} {
+	owner, _ := newTestSource(t, f, Options{})
+	if got := read(owner); len(got) != 2 || got[0] != [2]string{"1", "1"} || got[1] != [2]string{"2", "2"} {
 		t.Fatalf("from the change table: (operation, command id) %v, want the delete (1, 1) then the insert (2, 2)", got)
 	}
-	s2, logs2 := newTestSource(t, f, Options{})
-	s, logs = s2, logs2
+	reader, logs := newTestSource(t, f, Options{})
 	mu.Lock()
 	deny, ran = true, nil
 	mu.Unlock()
 	for range 2 {
-		if got := read(); len(got) != 1 || got[0] != [2]string{"2", "(null)"} {
+		if got := read(reader); len(got) != 1 || got[0] != [2]string{"2", "(null)"} {
 			t.Fatalf("from the function: %v, want one insert with a NULL command id", got)
 		}
 	}

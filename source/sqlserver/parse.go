@@ -485,7 +485,8 @@ func parseIntKeyBounds(rs resultSet) (min, max int64, ok bool, err error) {
 	return min, max, okMin && okMax, nil
 }
 
-// parseSpaceUsed reads the rows column of sp_spaceused ("10000   ": text).
+// parseSpaceUsed reads the rows column of sp_spaceused ("10000   ": char(20)
+// text, FACTS.md F16).
 func parseSpaceUsed(rs resultSet) (int64, error) {
 	i, err := rs.col("sp_spaceused", "rows")
 	if err != nil {
@@ -536,7 +537,9 @@ func parseSeekKey(ci *source.CaptureInstance, rs resultSet, guidConversion bool)
 	return out, true, nil
 }
 
-// isServerError reports whether err carries SQL Server error number n.
+// isServerError reports whether err carries SQL Server error number n:
+// mssql.Error.Number is the last error of a response, All every one
+// (FACTS.md F21).
 func isServerError(err error, n int32) bool {
 	var me mssql.Error
 	if !errors.As(err, &me) {

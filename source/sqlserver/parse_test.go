@@ -95,7 +95,7 @@ func TestVarcharBoundNeedsCollation(t *testing.T) {
 }
 
 func TestParseSmallResults(t *testing.T) {
-	n, err := parseSpaceUsed(resultSet{Columns: []string{"name", "rows", "reserved", "data", "index_size", "unused"},
+	n, err := parseSpaceUsed(resultSet{Columns: docSpaceUsed,
 		Rows: [][]any{{"orders", "10000               ", "2000 KB", "1000 KB", "16 KB", "984 KB"}}})
 	if err != nil || n != 10000 {
 		t.Fatalf("%d %v", n, err)

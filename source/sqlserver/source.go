@@ -283,8 +283,8 @@ func (s *Source) CaptureInstance(ctx context.Context, name string) (*source.Capt
 	return &ci, nil
 }
 
-// MaxLSN returns sys.fn_cdc_get_max_lsn(); NULL (CDC not enabled, or
-// nothing captured yet) is the zero LSN.
+// MaxLSN returns sys.fn_cdc_get_max_lsn(); NULL (nothing captured yet, or
+// cleanup emptied the mapping: FACTS.md F06) is the zero LSN.
 func (s *Source) MaxLSN(ctx context.Context) (lsn.LSN, error) {
 	rs, err := s.run(ctx, s.db, "fn_cdc_get_max_lsn", MaxLSNStatement())
 	if err != nil {

@@ -178,8 +178,8 @@ func LSNTimeStatement(l lsn.LSN) Stmt {
 	return Stmt{SQL: "SELECT sys.fn_cdc_map_lsn_to_time(@p1)", Args: []any{l.Bytes()}}
 }
 
-// IsolationStatement sets the session's isolation level. It must run as a
-// batch of its own, without parameters (go-mssqldb then sends it as a SQL
+// IsolationStatement sets the session's isolation level (FACTS.md F32,
+// F48). It must run as a batch of its own, without parameters (go-mssqldb then sends it as a SQL
 // batch, not through sp_executesql, whose scope would undo it), and it
 // sticks to the connection until reset with ResetIsolationStatement.
 func IsolationStatement(iso source.Isolation) Stmt {

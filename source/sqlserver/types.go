@@ -20,7 +20,8 @@ type typeRule struct {
 }
 
 // inlineRule is the allowlist of types cdcsnap inlines in a CAST: the
-// types a key bound can have. Anything else is never written into SQL text.
+// types a key bound can have. Every length is written out: CAST(x AS
+// varchar) would mean varchar(30) (FACTS.md F27). Anything else is never written into SQL text.
 func inlineRule(name string) (typeRule, bool) {
 	switch name {
 	case "tinyint", "smallint", "int", "bigint", "bit", "money", "smallmoney", "float", "real",
@@ -99,7 +100,8 @@ func ValidCollation(name string) bool {
 	return true
 }
 
-// boundExpr renders a key bound for column c as a parameter: the Go value
+// boundExpr renders a key bound for column c as a parameter (FACTS.md F28,
+// F29, F47): the Go value
 // to bind and the SQL expression, CAST(@pN AS <declared type>), with
 // COLLATE <collation> before AS for char/varchar. The value must have the
 // Go type c's keyrange.Kind names.

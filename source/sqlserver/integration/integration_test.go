@@ -7,6 +7,10 @@
 //
 // CDCSNAP_MSSQL_READER_DSN, when set, is a least-privilege login (SELECT on
 // the source tables only) for TestLeastPrivilege.
+//
+// The suite reruns against a kept database (run.sh with CDCSNAP_KEEP=1):
+// tests that write use their own tables and fresh keys per run, and every
+// other test only reads. Each test of a fact of ../FACTS.md names it.
 package integration
 
 import (
@@ -14,14 +18,20 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/url"
 	"os"
+	"reflect"
 	"regexp"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/cdcsnap/cdcsnap/fake"
 	"github.com/cdcsnap/cdcsnap/internal/testenv"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/lsn"
@@ -31,21 +41,56 @@ import (
 
 func open(t *testing.T, env string) (*sql.DB, *sqlserver.Source) {
 	t.Helper()
+	db, s, _ := openWith(t, env, nil)
+	return db, s
+}
+
+// openWith opens the DSN in env, edited by edit when set, with a source
+// whose log the test can read.
+func openWith(t *testing.T, env string, edit func(*url.URL)) (*sql.DB, *sqlserver.Source, *logBuffer) {
+	t.Helper()
 	dsn := os.Getenv(env)
 	if dsn == "" {
 		testenv.Skip(t, "SQL Server integration", env+" is not set",
 			"source/sqlserver/integration/run.sh (starts SQL Server 2022 in Docker), or "+env+"=<DSN of a database made by integration/setup.sql> go test ./source/sqlserver/integration")
+	}
+	if edit != nil {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			t.Fatalf("%s is not a sqlserver:// URL: %s", env, sqlserver.RedactDSN(dsn))
+		}
+		edit(u)
+		dsn = u.String()
 	}
 	db, err := sqlserver.Open(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	s, err := sqlserver.New(db, sqlserver.Options{})
+	logs := &logBuffer{}
+	s, err := sqlserver.New(db, sqlserver.Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return db, s
+	return db, s, logs
+}
+
+// logBuffer collects a source's log, safe for its goroutines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func ctx(t *testing.T) context.Context {
@@ -258,20 +303,47 @@ func TestKeysetSeeksReadAtMostKPlusOne(t *testing.T) {
 }
 
 // TestGreekPartitions: a Greek_CI_AS varchar key in a CP1252 database comes
-// out 4/3/3 (without COLLATE on the bounds it came out 0/0/10).
+// out 4/3/3. The negative control runs the same statements without the
+// COLLATE on the bounds: the bounds then convert in the database's code
+// page, every Greek letter becomes '?', and the sizes are not 4/3/3 (the
+// Python implementation of spec 0016 saw 0/0/10), so the test can fail.
 func TestGreekPartitions(t *testing.T) {
-	_, s := open(t, "CDCSNAP_MSSQL_DSN")
-	greekPartitions(t, s)
-}
-
-func greekPartitions(t *testing.T, s *sqlserver.Source) {
+	db, s := open(t, "CDCSNAP_MSSQL_DSN")
+	ranges := greekPartitions(t, s)
 	c := ctx(t)
 	ci, err := s.CaptureInstance(c, "dbo_snap_greek")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if col, _ := ci.Column("name"); col.Collation != "Greek_CI_AS" {
-		t.Fatalf("collation %q not visible", col.Collation)
+	var sizes []int64
+	for _, r := range ranges {
+		st, err := sqlserver.ReadRangeStatement(ci, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Lower != nil || r.Upper != nil {
+			if !strings.Contains(st.SQL, " COLLATE Greek_CI_AS AS varchar(20)") {
+				t.Fatalf("no COLLATE to remove in\n%s", st.SQL)
+			}
+			st.SQL = strings.ReplaceAll(st.SQL, " COLLATE Greek_CI_AS AS varchar(20)", " AS varchar(20)")
+		}
+		n, _ := withPlan(t, c, db, st)
+		sizes = append(sizes, n)
+	}
+	if fmt.Sprint(sizes) == "[4 3 3]" {
+		t.Errorf("without COLLATE the ranges still hold %v: the test cannot tell the COLLATE matters", sizes)
+	}
+	t.Logf("without COLLATE on the bounds: %v", sizes)
+}
+
+func greekPartitions(t *testing.T, s *sqlserver.Source) []keyrange.Range {
+	c := ctx(t)
+	ci, err := s.CaptureInstance(c, "dbo_snap_greek")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if col, _ := ci.Column("name"); col.Collation != "Greek_CI_AS" || col.CodePage != 1253 {
+		t.Fatalf("collation %q, code page %d: want Greek_CI_AS, 1253", col.Collation, col.CodePage)
 	}
 	ranges := plan(t, c, s, ci, 3)
 	var sizes []int64
@@ -281,6 +353,7 @@ func greekPartitions(t *testing.T, s *sqlserver.Source) {
 	if fmt.Sprint(sizes) != "[4 3 3]" {
 		t.Fatalf("Greek partitions %v, want [4 3 3] (ranges %v)", sizes, ranges)
 	}
+	return ranges
 }
 
 // TestMixedCaseKeys: 'n' and 'N' compare equal under Latin1_General_CI_AS;
@@ -336,7 +409,10 @@ func TestAccentInsensitiveGuards(t *testing.T) {
 }
 
 // TestEveryTypeRoundTrips reads the table with every type, keyed by
-// (uniqueidentifier, datetime2(7)) with names that need quoting.
+// (uniqueidentifier, datetime2(7)) with names that need quoting, and checks
+// every value of both rows against what setup.sql inserted, as
+// source.Column.ArrowType maps it (FACTS.md F43 for what the driver
+// returns). The second row is NULL but for its key and rowversion.
 func TestEveryTypeRoundTrips(t *testing.T) {
 	_, s := open(t, "CDCSNAP_MSSQL_DSN")
 	c := ctx(t)
@@ -344,31 +420,73 @@ func TestEveryTypeRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Lengths of binary types come from sys.columns (FACTS.md F05).
+	for name, decl := range map[string]string{"bin": "binary(4)", "vb": "varbinary(max)", "c": "char(3)", "nc": "nchar(2)", "dto": "datetimeoffset(7)", "t0": "time(0)"} {
+		if col, ok := ci.Column(name); !ok || col.Declared() != decl {
+			t.Errorf("column %s declared %s, want %s", name, col.Declared(), decl)
+		}
+	}
+	utc := func(y int, mo time.Month, d, h, mi, sec, ns int) time.Time {
+		return time.Date(y, mo, d, h, mi, sec, ns, time.UTC)
+	}
+	want := map[string]any{
+		"id ]x": "6f9619ff-8b86-d011-b42d-00c04fc964ff", "at": utc(2024, 3, 1, 12, 0, 0, 123456000),
+		"b": true, "ti": int64(255), "si": int64(-32768), "bi": int64(-9223372036854775808),
+		"dec": keyrange.Decimal("-1234567890123456789012345678.0123456789"), "num": keyrange.Decimal("123.45"),
+		"m": keyrange.Decimal("922337203685477.5807"), "sm": keyrange.Decimal("-214748.3648"),
+		"f": 0.1, "r": 0.5, "d": utc(2024, 2, 29, 0, 0, 0, 0), "t0": "23:59:59", "t7": "00:00:00.0000001",
+		"dt": utc(2024, 1, 2, 3, 4, 5, 997000000), "sdt": utc(2079, 6, 6, 23, 59, 0, 0),
+		"dto": utc(2024, 3, 1, 10, 0, 0, 0), // 12:00:00.0000001+02:00, to µs
+		"c":   "ab ", "vc": "x", "nc": "ü ", "nv": "ключ", "bin": []byte{0, 1, 2, 0xff}, "vb": []byte{},
+		"x": `<a b="1"/>`,
+	}
 	rr := tt{t}.must(s.ReadRange(c, ci, keyrange.Range{}, source.ReadOptions{}))
 	defer rr.Release()
+	rows := 0
 	for rr.Next() {
 		rec := rr.RecordBatch()
-		for i, f := range rec.Schema().Fields() {
-			t.Logf("%s %s: %s | %s", f.Name, f.Type, rec.Column(i).ValueStr(0), rec.Column(i).ValueStr(1))
-		}
-		id := rec.Column(0).ValueStr(0)
-		if id != "6f9619ff-8b86-d011-b42d-00c04fc964ff" && id != "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11" {
-			t.Errorf("uniqueidentifier %q", id)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			rows++
+			first := rec.Column(0).ValueStr(i) == want["id ]x"]
+			for j, f := range rec.Schema().Fields() {
+				got, err := fake.ArrowValue(rec.Column(j), i)
+				if err != nil {
+					t.Fatalf("%s: %v", f.Name, err)
+				}
+				switch {
+				case f.Name == "rv":
+					if b, ok := got.([]byte); !ok || len(b) != 8 {
+						t.Errorf("rowversion %v, want 8 bytes", got)
+					}
+				case f.Name == "h" || f.Name == "geo":
+					if b, ok := got.([]byte); first && (!ok || len(b) == 0) || !first && got != nil {
+						t.Errorf("row %d %s: %v", i, f.Name, got)
+					}
+				case f.Name == "id ]x":
+					if got != "6f9619ff-8b86-d011-b42d-00c04fc964ff" && got != "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11" {
+						t.Errorf("uniqueidentifier %v", got)
+					}
+				case f.Name == "at" && !first:
+					if got != utc(2024, 3, 1, 12, 0, 0, 123456000) { // ...1234568 to µs
+						t.Errorf("at of the second row: %v", got)
+					}
+				case first:
+					if !reflect.DeepEqual(got, want[f.Name]) {
+						t.Errorf("%s: %#v, want %#v", f.Name, got, want[f.Name])
+					}
+				default:
+					if got != nil {
+						t.Errorf("second row %s: %#v, want NULL", f.Name, got)
+					}
+				}
+			}
 		}
 	}
 	if err := rr.Err(); err != nil {
 		t.Fatal(err)
 	}
-	// Both keys differ only at 100 ns: a split between them must read one
-	// row on each side.
-	ranges := plan(t, c, s, ci, 2)
-	if len(ranges) != 2 {
-		t.Fatalf("ranges %v", ranges)
-	}
-	for _, r := range ranges {
-		if n := countRows(t, tt{t}.must(s.ReadRange(c, ci, r, source.ReadOptions{}))); n != 1 {
-			t.Errorf("%s: %d rows", r, n)
-		}
+	if rows != 2 {
+		t.Fatalf("%d rows, want 2", rows)
 	}
 }
 
@@ -393,11 +511,13 @@ func TestConnectionsGoBackReset(t *testing.T) {
 }
 
 // TestBootstrapMeetsTheStream: L0 recorded before the read, the snapshot,
-// then changes after L0 bring it to the table's current state.
+// then the changes after L0 (read from the change table, ordered by
+// __$command_id) bring it to the table's current state. It writes only
+// dbo.snap_stream, with keys fresh on every run.
 func TestBootstrapMeetsTheStream(t *testing.T) {
 	db, s := open(t, "CDCSNAP_MSSQL_DSN")
 	c := ctx(t)
-	ci, err := s.CaptureInstance(c, "DBO_SNAP_INT")
+	ci, err := s.CaptureInstance(c, "DBO_SNAP_STREAM")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,12 +531,28 @@ func TestBootstrapMeetsTheStream(t *testing.T) {
 		}
 	}
 	snap := readTable(t, c, s, ci)
-	for _, q := range []string{
-		"UPDATE dbo.snap_int SET v = 'changed' WHERE id <= 10",
-		"DELETE FROM dbo.snap_int WHERE id BETWEEN 11 AND 20",
-		"INSERT INTO dbo.snap_int (id, v) VALUES (20001, 'new1'), (20002, 'new2')",
+	var top int32
+	for id := range snap {
+		top = max(top, id)
+	}
+	var low []int32 // the ten lowest live ids
+	for id := int32(1); len(low) < 20 && id <= top; id++ {
+		if _, ok := snap[id]; ok {
+			low = append(low, id)
+		}
+	}
+	if len(low) < 20 {
+		t.Fatalf("dbo.snap_stream holds %d rows: rerun setup.sql", len(snap))
+	}
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{"UPDATE dbo.snap_stream SET v = 'changed' WHERE id BETWEEN @p1 AND @p2", []any{low[0], low[9]}},
+		{"DELETE FROM dbo.snap_stream WHERE id BETWEEN @p1 AND @p2", []any{low[10], low[19]}},
+		{"INSERT INTO dbo.snap_stream (id, v) VALUES (@p1, 'new1'), (@p2, 'new2')", []any{top + 1, top + 2}},
 	} {
-		if _, err := db.ExecContext(c, q); err != nil {
+		if _, err := db.ExecContext(c, q.sql, q.args...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -435,7 +571,10 @@ func TestBootstrapMeetsTheStream(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
-	for _, ch := range changes { // already in (start_lsn, seqval, operation) order
+	for _, ch := range changes {
+		if !ch.commandID {
+			t.Fatal("a change from the change table has no __$command_id: the db_owner login should read cdc.<instance>_CT")
+		}
 		switch ch.op {
 		case 1:
 			delete(snap, ch.id)
@@ -479,9 +618,10 @@ func readTable(t *testing.T, c context.Context, s *sqlserver.Source, ci *source.
 }
 
 type change struct {
-	op int32
-	id int32
-	v  string
+	op        int32
+	id        int32
+	v         string
+	commandID bool // _command_id is set
 }
 
 func readChanges(t *testing.T, c context.Context, s *sqlserver.Source, ci *source.CaptureInstance, from, to lsn.LSN) []change {
@@ -495,11 +635,13 @@ func readChanges(t *testing.T, c context.Context, s *sqlserver.Source, ci *sourc
 	for rr.Next() {
 		rec := rr.RecordBatch()
 		idx := rec.Schema().FieldIndices(source.ColOperation)[0]
+		cmd := rec.Schema().FieldIndices(source.ColCommandID)[0]
 		for i := 0; i < int(rec.NumRows()); i++ {
 			out = append(out, change{
-				op: rec.Column(idx).(*array.Int32).Value(i),
-				id: rec.Column(0).(*array.Int32).Value(i),
-				v:  rec.Column(1).(*array.String).Value(i),
+				op:        rec.Column(idx).(*array.Int32).Value(i),
+				id:        rec.Column(0).(*array.Int32).Value(i),
+				v:         rec.Column(1).(*array.String).Value(i),
+				commandID: !rec.Column(cmd).IsNull(i),
 			})
 		}
 	}
@@ -510,25 +652,38 @@ func readChanges(t *testing.T, c context.Context, s *sqlserver.Source, ci *sourc
 }
 
 // TestLeastPrivilege: a login with SELECT on the source tables only can
-// describe the instance, plan, read and read changes.
+// describe the instance, plan, read, and read changes: it may not read the
+// change tables, so changes come through the change function, without
+// __$command_id, the reason logged once (FACTS.md F11, F19). An instance
+// gated by a role the login is not in is not listed, and its minimum LSN
+// is 0x00…: an *source.AccessError, never "no changes" (F01, F07).
 func TestLeastPrivilege(t *testing.T) {
-	_, s := open(t, "CDCSNAP_MSSQL_READER_DSN")
+	admin, _ := open(t, "CDCSNAP_MSSQL_DSN")
+	_, s, logs := openWith(t, "CDCSNAP_MSSQL_READER_DSN", nil)
 	c := ctx(t)
 	greekPartitions(t, s)
-	ci, err := s.CaptureInstance(c, "dbo_snap_int")
+	ci, err := s.CaptureInstance(c, "dbo_snap_keyupd")
 	if err != nil {
 		t.Fatal(err)
+	}
+	from, err := s.MaxLSN(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := freshID(t, c, admin, "dbo.snap_keyupd")
+	if _, err := admin.ExecContext(c, "INSERT INTO dbo.snap_keyupd (id, v) VALUES (@p1, 1)", id); err != nil {
+		t.Fatal(err)
+	}
+	changes := waitForChanges(t, c, s, ci, from, 1)
+	if changes[0].op != 2 || changes[0].id != id || changes[0].commandID {
+		t.Errorf("changes %+v: want the insert of %d, with no command id (the change function)", changes, id)
+	}
+	if !strings.Contains(logs.String(), "instead of the change table") {
+		t.Errorf("the fallback to the change function was not logged:\n%s", logs)
 	}
 	max, err := s.MaxLSN(c)
 	if err != nil {
 		t.Fatal(err)
-	}
-	min, ok, err := s.MinLSN(c, ci.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ok {
-		_ = readChanges(t, c, s, ci, min, max)
 	}
 	if _, err := s.LSNTime(c, max); err != nil {
 		t.Fatal(err)
@@ -540,5 +695,16 @@ func TestLeastPrivilege(t *testing.T) {
 		if _, err := s.CaptureInstance(c, n); err != nil {
 			t.Errorf("%s: %v", n, err)
 		}
+	}
+	var nf *source.NotFoundError
+	if _, err := s.CaptureInstance(c, "dbo_snap_gated"); !errors.As(err, &nf) {
+		t.Errorf("an instance gated by a role the login is not in: %v, want a *source.NotFoundError", err)
+	}
+	var ae *source.AccessError
+	if _, _, err := s.MinLSN(c, "dbo_snap_gated"); !errors.As(err, &ae) {
+		t.Errorf("MinLSN of an instance the login may not read: %v, want a *source.AccessError", err)
+	}
+	if _, _, err := s.MinLSN(c, "dbo_no_such_instance"); !errors.As(err, &ae) {
+		t.Errorf("MinLSN of an instance that does not exist: %v, want a *source.AccessError", err)
 	}
 }

@@ -7,7 +7,13 @@
 # Needs docker and go. Environment (all optional):
 #   CDCSNAP_MSSQL_IMAGE   image (default mcr.microsoft.com/mssql/server:2022-latest)
 #   CDCSNAP_MSSQL_PORT    host port (default 14333, bound to 127.0.0.1)
-#   CDCSNAP_KEEP=1        keep the container afterwards
+#   CDCSNAP_MSSQL_CONTAINER  use this running container (a CI service
+#                         container) instead of starting one; its sa password
+#                         comes in CDCSNAP_MSSQL_SA_PASSWORD
+#   CDCSNAP_KEEP=1        keep the container afterwards, and write its two DSNs
+#                         to .cache/mssql-it.env (mode 600), so the suite
+#                         reruns against the kept database:
+#                         set -a; . .cache/mssql-it.env; go test ./source/sqlserver/integration/
 #   extra arguments go to `go test` (e.g. -run Greek)
 # Passwords are generated per run and never printed.
 set -euo pipefail
@@ -15,25 +21,31 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
 image="${CDCSNAP_MSSQL_IMAGE:-mcr.microsoft.com/mssql/server:2022-latest}"
 port="${CDCSNAP_MSSQL_PORT:-14333}"
-name="cdcsnap-mssql-it-$$"
 rand() { head -c 32 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 16; }
-sa_pw="Sa-$(rand)-9x"
 reader_pw="Rd-$(rand)-7y"
 
-cleanup() {
-  if [ "${CDCSNAP_KEEP:-}" = 1 ]; then
-    echo "run.sh: keeping container $name (docker rm -f $name)" >&2
-  else
-    docker rm -f "$name" >/dev/null 2>&1 || true
-  fi
-}
-trap cleanup EXIT
-
-echo "run.sh: starting $image as $name on 127.0.0.1:$port" >&2
-docker run -d --name "$name" \
-  -e ACCEPT_EULA=Y -e MSSQL_PID=Developer -e MSSQL_AGENT_ENABLED=true \
-  -e MSSQL_SA_PASSWORD="$sa_pw" \
-  -p "127.0.0.1:$port:1433" "$image" >/dev/null
+if [ -n "${CDCSNAP_MSSQL_CONTAINER:-}" ]; then
+  name=$CDCSNAP_MSSQL_CONTAINER
+  sa_pw=${CDCSNAP_MSSQL_SA_PASSWORD:?CDCSNAP_MSSQL_SA_PASSWORD must hold the sa password of CDCSNAP_MSSQL_CONTAINER}
+  port=${CDCSNAP_MSSQL_PORT:-1433}
+  echo "run.sh: using the running container $name on 127.0.0.1:$port" >&2
+else
+  name="cdcsnap-mssql-it-$$"
+  sa_pw="Sa-$(rand)-9x"
+  cleanup() {
+    if [ "${CDCSNAP_KEEP:-}" = 1 ]; then
+      echo "run.sh: keeping container $name (docker rm -f $name)" >&2
+    else
+      docker rm -f "$name" >/dev/null 2>&1 || true
+    fi
+  }
+  trap cleanup EXIT
+  echo "run.sh: starting $image as $name on 127.0.0.1:$port" >&2
+  docker run -d --name "$name" \
+    -e ACCEPT_EULA=Y -e MSSQL_PID=Developer -e MSSQL_AGENT_ENABLED=true \
+    -e MSSQL_SA_PASSWORD="$sa_pw" \
+    -p "127.0.0.1:$port:1433" "$image" >/dev/null
+fi
 
 sqlcmd=""
 for i in $(seq 1 90); do
@@ -47,6 +59,18 @@ for i in $(seq 1 90); do
   if [ "$i" = 90 ]; then echo "run.sh: SQL Server did not start in 3 minutes" >&2; docker logs "$name" | tail -50 >&2; exit 1; fi
 done
 
+# CDC's capture job runs in SQL Server Agent, which starts after the
+# engine accepts logins: wait for it, or the first changes never arrive
+# (FACTS.md F15).
+agent_up="IF EXISTS (SELECT 1 FROM sys.dm_server_services WHERE servicename LIKE N'SQL Server Agent%' AND status_desc = N'Running') OR EXISTS (SELECT 1 FROM sys.dm_exec_sessions WHERE program_name LIKE N'SQLAgent%') PRINT 'agent-running'"
+for i in $(seq 1 60); do
+  if docker exec -e SQLCMDPASSWORD="$sa_pw" "$name" "$sqlcmd" -C -S localhost -U sa -Q "$agent_up" 2>/dev/null | grep -q agent-running; then
+    break
+  fi
+  sleep 2
+  if [ "$i" = 60 ]; then echo "run.sh: SQL Server Agent did not start in 2 minutes" >&2; docker logs "$name" | tail -50 >&2; exit 1; fi
+done
+
 echo "run.sh: creating the test database" >&2
 docker cp "$here/setup.sql" "$name:/tmp/setup.sql"
 docker exec -e SQLCMDPASSWORD="$sa_pw" "$name" "$sqlcmd" -C -b -S localhost -U sa \
@@ -57,4 +81,9 @@ export CDCSNAP_MSSQL_DSN="sqlserver://sa:$(enc "$sa_pw")@127.0.0.1:$port?databas
 export CDCSNAP_MSSQL_READER_DSN="sqlserver://cdcsnap_reader:$(enc "$reader_pw")@127.0.0.1:$port?database=cdcsnap_it&encrypt=disable"
 
 cd "$root"
+if [ "${CDCSNAP_KEEP:-}" = 1 ]; then
+  mkdir -p .cache
+  (umask 077; printf 'CDCSNAP_MSSQL_DSN=%q\nCDCSNAP_MSSQL_READER_DSN=%q\n' "$CDCSNAP_MSSQL_DSN" "$CDCSNAP_MSSQL_READER_DSN" >.cache/mssql-it.env)
+  echo "run.sh: DSNs of the kept database in .cache/mssql-it.env" >&2
+fi
 go test -count=1 -v ./source/sqlserver/integration/ "$@"

@@ -72,6 +72,45 @@ VALUES ('6F9619FF-8B86-D011-B42D-00C04FC964FF', '2024-03-01T12:00:00.1234567', 1
        ('A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11', '2024-03-01T12:00:00.1234568', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
         NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 GO
+-- datetime2(7) keys 100 ns apart under one leading value: a split between
+-- them needs the last digit (FACTS.md F31).
+CREATE TABLE dbo.snap_dt2 (grp int NOT NULL, at datetime2(7) NOT NULL, PRIMARY KEY (grp, at));
+INSERT INTO dbo.snap_dt2 (grp, at)
+SELECT 1, DATEADD(NANOSECOND, 100 * (n - 1), CAST('2024-03-01T12:00:00.1234560' AS datetime2(7))) FROM dbo.nums WHERE n <= 10;
+GO
+-- UTF-8 varchar (SQL Server 2019+, FACTS.md F30): go-mssqldb has no UTF-8
+-- code page (F45, F46), so the source reads such columns as nvarchar.
+CREATE TABLE dbo.snap_utf8 (
+    name varchar(40) COLLATE Latin1_General_100_CI_AS_SC_UTF8 NOT NULL PRIMARY KEY,
+    note varchar(max) COLLATE Latin1_General_100_CI_AS_SC_UTF8 NULL);
+INSERT INTO dbo.snap_utf8 (name, note) VALUES
+ (N'abc', NULL), (N'Kraków', N'Łódź'), (N'Zürich', N'😀 emoji'), (N'Łódź', N'Polska'), (N'Ωmega', N'ключ'), (N'東京', N'日本');
+GO
+-- Turkish_CI_AS: 'I' pairs with 'ı' and 'i' with 'İ', so 'I' and 'i' are two
+-- keys (FACTS.md F23), ordered h < I < i < j.
+CREATE TABLE dbo.snap_turkish (name varchar(10) COLLATE Turkish_CI_AS NOT NULL, id int NOT NULL, PRIMARY KEY (name, id));
+INSERT INTO dbo.snap_turkish (name, id) SELECT N'I', n FROM dbo.nums WHERE n <= 8;
+INSERT INTO dbo.snap_turkish (name, id) SELECT N'i', n FROM dbo.nums WHERE n <= 8;
+INSERT INTO dbo.snap_turkish (name, id) VALUES (N'h', 1), (N'j', 1);
+GO
+-- Written by the tests (fresh ids per run, so the suite reruns against a
+-- kept database): a computed column and large objects, which CDC writes
+-- as NULL in some change rows (FACTS.md F13); a table whose key the tests
+-- update (F14, F10); a table for the bootstrap-and-stream test.
+CREATE TABLE dbo.snap_lob (id int NOT NULL PRIMARY KEY, body nvarchar(max) NOT NULL, note text NOT NULL, total AS (id * 2));
+CREATE TABLE dbo.snap_keyupd (id int NOT NULL PRIMARY KEY, v int NULL);
+CREATE TABLE dbo.snap_stream (id int NOT NULL PRIMARY KEY, v varchar(20) NULL);
+INSERT INTO dbo.snap_stream (id, v) SELECT n, CONCAT('v', n) FROM dbo.nums WHERE n <= 1000;
+GO
+-- A unique index that is not the clustered one (FACTS.md F36), and an
+-- instance gated by a role the least-privilege login is not in (F19).
+CREATE TABLE dbo.snap_nc (id int NOT NULL, code int NOT NULL, v int NULL,
+    CONSTRAINT PK_snap_nc PRIMARY KEY NONCLUSTERED (id), INDEX CX_snap_nc_code CLUSTERED (code));
+INSERT INTO dbo.snap_nc (id, code, v) SELECT n, 1000 - n, n FROM dbo.nums WHERE n <= 100;
+CREATE TABLE dbo.snap_gated (id int NOT NULL PRIMARY KEY, v int NULL);
+INSERT INTO dbo.snap_gated (id, v) VALUES (1, 1);
+CREATE ROLE cdc_gate;
+GO
 DECLARE @t sysname;
 EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'snap_int', @role_name = NULL, @capture_instance = N'dbo_snap_int';
 EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'snap_comp1', @role_name = NULL;
@@ -81,10 +120,21 @@ EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'snap_gree
 EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'snap_case', @role_name = NULL, @capture_instance = N'dbo_Snap_Case';
 EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'snap_accent', @role_name = NULL;
 EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'Kinds ] ''Ω" ключ', @role_name = NULL, @capture_instance = N'dbo_kinds';
+EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'snap_dt2', @role_name = NULL;
+EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'snap_utf8', @role_name = NULL;
+EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'snap_turkish', @role_name = NULL;
+EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'snap_lob', @role_name = NULL;
+EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'snap_keyupd', @role_name = NULL;
+EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'snap_stream', @role_name = NULL;
+EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'snap_nc', @role_name = NULL;
+EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'snap_gated', @role_name = N'cdc_gate';
 GO
 EXEC sys.sp_cdc_change_job @job_type = N'capture', @pollinginterval = 1;
 GO
--- Least privilege: SELECT on the source tables, nothing else.
+-- Least privilege: SELECT on the source tables, nothing else (no SELECT on
+-- the cdc schema, so changes come through the change functions; not in
+-- cdc_gate).
+IF SUSER_ID(N'cdcsnap_reader') IS NOT NULL DROP LOGIN cdcsnap_reader;
 CREATE LOGIN cdcsnap_reader WITH PASSWORD = N'$(READER_PASSWORD)', CHECK_POLICY = OFF, DEFAULT_DATABASE = cdcsnap_it;
 CREATE USER cdcsnap_reader FOR LOGIN cdcsnap_reader;
 GRANT SELECT ON SCHEMA::dbo TO cdcsnap_reader;

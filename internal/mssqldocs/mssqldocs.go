@@ -1,0 +1,70 @@
+// Package mssqldocs holds the result sets of the SQL Server procedures and
+// catalog views cdcsnap reads, as Microsoft documents them (the pages are
+// cited in source/sqlserver/FACTS.md): column names, order and SQL types.
+// source/sqlserver builds its unit-test fixtures from them, never from the
+// fake, and its integration tests hold a real server to them.
+package mssqldocs
+
+import "strings"
+
+// Column is one documented result column.
+type Column struct {
+	Name string
+	// Type is the SQL type as the documentation gives it ("sysname",
+	// "binary(10)", "nvarchar(max)").
+	Type string
+}
+
+// DriverType is the type name go-mssqldb reports for the column
+// (sql.ColumnType.DatabaseTypeName): the base type in upper case, sysname
+// being nvarchar(128).
+func (c Column) DriverType() string {
+	t, _, _ := strings.Cut(c.Type, "(")
+	if t == "sysname" {
+		t = "nvarchar"
+	}
+	return strings.ToUpper(t)
+}
+
+// Names returns the columns' names in order.
+func Names(cols []Column) []string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = c.Name
+	}
+	return out
+}
+
+// HelpChangeDataCapture is the result of sys.sp_cdc_help_change_data_capture
+// (FACTS.md F01).
+var HelpChangeDataCapture = []Column{
+	{"source_schema", "sysname"}, {"source_table", "sysname"}, {"capture_instance", "sysname"},
+	{"object_id", "int"}, {"source_object_id", "int"}, {"start_lsn", "binary(10)"}, {"end_lsn", "binary(10)"},
+	{"supports_net_changes", "bit"}, {"has_drop_pending", "bit"}, {"role_name", "sysname"}, {"index_name", "sysname"},
+	{"filegroup_name", "sysname"}, {"create_date", "datetime"}, {"index_column_list", "nvarchar(max)"},
+	{"captured_column_list", "nvarchar(max)"},
+}
+
+// CapturedColumns is the result of sys.sp_cdc_get_captured_columns on SQL
+// Server 2017 and later (FACTS.md F04): the sixth column is column_ordinal.
+var CapturedColumns = []Column{
+	{"source_schema", "sysname"}, {"source_table", "sysname"}, {"capture_instance", "sysname"},
+	{"column_name", "sysname"}, {"column_id", "int"}, {"column_ordinal", "int"}, {"data_type", "sysname"},
+	{"character_maximum_length", "int"}, {"numeric_precision", "tinyint"}, {"numeric_precision_radix", "smallint"},
+	{"numeric_scale", "int"}, {"datetime_precision", "smallint"},
+}
+
+// CapturedColumnsBefore2017 is CapturedColumns as the SQL Server 2008-2014
+// documentation gives it: the sixth column is ordinal_position (FACTS.md
+// F04).
+var CapturedColumnsBefore2017 = func() []Column {
+	c := append([]Column(nil), CapturedColumns...)
+	c[5] = Column{"ordinal_position", "int"}
+	return c
+}()
+
+// SpaceUsed is the result of sp_spaceused @objname (FACTS.md F16).
+var SpaceUsed = []Column{
+	{"name", "nvarchar(128)"}, {"rows", "char(20)"}, {"reserved", "varchar(18)"},
+	{"data", "varchar(18)"}, {"index_size", "varchar(18)"}, {"unused", "varchar(18)"},
+}
