@@ -426,7 +426,8 @@ func ArrowValue(col arrow.Array, i int) (any, error) {
 	case *array.String:
 		return a.Value(i), nil
 	case *array.Binary:
-		return append([]byte(nil), a.Value(i)...), nil
+		// A copy that is never nil: an empty value is []byte{}, not NULL.
+		return append([]byte{}, a.Value(i)...), nil
 	case *array.Decimal128:
 		scale := a.DataType().(*arrow.Decimal128Type).Scale
 		return keyrange.Decimal(decimalString(a.Value(i).BigInt(), int(scale))), nil

@@ -74,13 +74,16 @@ func inPiece(o sourceOrder, p keyrange.Piece, key keyrange.Tuple) bool {
 	return true
 }
 
-// TestPiecesUnderTurkishRules: under Turkish_CI_AS, 'I' pairs with 'ı' and
-// 'i' with 'İ', so 'I' and 'i' are different keys. A range from ('I', 5) to
-// ('i', 3) must not become the one piece name = 'I' AND id >= 5 AND id < 3,
-// which reads nothing and drops every row between the bounds. The pieces
-// are evaluated with CLDR's Turkish collator, not keyrange's model; Latin
-// rules for a Latin1_General_CI_AS column are checked the same way.
-func TestPiecesUnderTurkishRules(t *testing.T) {
+// TestPiecesUnderLanguageRules: under Turkish_CI_AS, 'I' pairs with 'ı'
+// and 'i' with 'İ', so 'I' and 'i' are different keys. A range from
+// ('I', 5) to ('i', 3) must not become the one piece name = 'I' AND id >= 5
+// AND id < 3, which reads nothing and drops every row between the bounds.
+// The same holds for collations that tie two letters into one: under
+// Danish "aa" is å and a mixed-case "aA" is two letters, unequal even
+// case-insensitively; likewise Hungarian "cs", Croatian "lj", Albanian
+// "dh", Welsh "ll". The pieces are evaluated with CLDR's collator for the
+// language, not keyrange's model.
+func TestPiecesUnderLanguageRules(t *testing.T) {
 	for _, tc := range []struct {
 		collation string
 		order     sourceOrder
@@ -88,6 +91,12 @@ func TestPiecesUnderTurkishRules(t *testing.T) {
 		{"Turkish_CI_AS", cldrOrder(language.Turkish)},
 		{"Azeri_Latin_100_CI_AS", cldrOrder(language.Azerbaijani)},
 		{"Latin1_General_CI_AS", cldrOrder(language.English)},
+		{"Danish_Norwegian_CI_AS", cldrOrder(language.Danish)},
+		{"Hungarian_CI_AS", cldrOrder(language.Hungarian)},
+		{"Croatian_CI_AS", cldrOrder(language.Croatian)},
+		{"Albanian_CI_AS", cldrOrder(language.Albanian)},
+		{"Welsh_100_CI_AS", cldrOrder(language.MustParse("cy"))},
+		{"Traditional_Spanish_CI_AS", cldrOrder(language.MustParse("es-u-co-trad"))},
 	} {
 		t.Run(tc.collation, func(t *testing.T) {
 			cols := []keyrange.Column{
@@ -113,22 +122,29 @@ func TestPiecesUnderTurkishRules(t *testing.T) {
 					}
 				}
 			}
-			// The example, with the keys between the bounds.
+			// The example, and the digraph cases, with the keys
+			// between the bounds, whenever the language orders the pair.
 			var between []keyrange.Tuple
-			for _, name := range []string{"I", "ı", "i", "İ", "h", "j"} {
+			for _, name := range []string{"I", "ı", "i", "İ", "h", "j", "aa", "aA", "Aa", "b", "z", "å", "cs", "cS", "d", "lj", "lJ", "m", "dh", "dH", "e", "ll", "lL", "ch", "cH", "ci"} {
 				for id := range int64(8) {
 					between = append(between, keyrange.Tuple{name, id})
 				}
 			}
-			if tc.order(0, "I", "i") < 0 {
-				check(keyrange.Tuple{"I", int64(5)}, keyrange.Tuple{"i", int64(3)}, between)
+			for _, pair := range [][2]string{{"I", "i"}, {"aA", "aa"}, {"cS", "cs"}, {"lJ", "lj"}, {"dH", "dh"}, {"lL", "ll"}, {"cH", "ch"}} {
+				lo, hi := pair[0], pair[1]
+				if tc.order(0, lo, hi) > 0 {
+					lo, hi = hi, lo
+				}
+				if tc.order(0, lo, hi) < 0 {
+					check(keyrange.Tuple{lo, int64(5)}, keyrange.Tuple{hi, int64(3)}, between)
+				}
 			}
 
 			// Property: random unique keys sorted by the source, bounds
 			// taken from them (as a source's seeks return them).
 			seed := testSeed(t)
 			r := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
-			names := []string{"I", "i", "ı", "İ", "a", "A", "Ia", "ia", "ıa", "İA", "I ", "i  ", "h", "j", "z"}
+			names := []string{"I", "i", "ı", "İ", "a", "A", "Ia", "ia", "ıa", "İA", "I ", "i  ", "h", "j", "z", "aa", "aA", "AA", "å", "cs", "cS", "CS", "lj", "lJ", "ll", "lL", "dh", "dH", "ch", "cH"}
 			for range testCases(t) {
 				var keys []keyrange.Tuple
 				for range 1 + r.IntN(30) {

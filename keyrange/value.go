@@ -194,17 +194,35 @@ func (c Collation) fold(s string) string {
 
 // CertainlyEqual reports whether SQL Server compares x and y equal under
 // the collation whatever else its rules say: they differ only in trailing
-// spaces (every collation pads), or, under a case-insensitive collation,
-// only in the case of ASCII letters as well, 'I' and 'i' excepted under a
-// Turkic one. Compare's model of case folding goes further (it folds every
-// letter), but that model is not the server's rule for every letter of
+// spaces (every collation pads: source/sqlserver/FACTS.md F22), or, under a
+// case-insensitive collation of a family known to fold ASCII letters
+// one by one, only in the case of ASCII letters as well, 'I' and 'i'
+// excepted under Turkish and Azeri ones (F23, F53). Other families tie
+// letters into one (Danish "aa", Hungarian "cs", Croatian "lj", Welsh
+// "ll"), and a mixed-case "aA" or "cS" is then another string, unequal even
+// case-insensitively. Compare's model of case folding goes further (it
+// folds every letter) and is not the server's rule for every letter of
 // every collation, so Pieces shares an equality between bounds only when
 // this holds.
 func (c Collation) CertainlyEqual(x, y string) bool {
 	if collate.ComparePadded(x, y) == 0 {
 		return true
 	}
-	return c.CaseInsensitive && collate.EqualASCIIFold(x, y, c.Turkic)
+	return c.CaseInsensitive && c.foldsASCII() && collate.EqualASCIIFold(x, y, c.Turkic)
+}
+
+// foldsASCII reports whether the collation's family folds the case of
+// ASCII letters one letter at a time, with no contraction of two letters
+// into one: Latin1_General, the SQL collation of code page 1252, Turkish
+// and Azeri (F53).
+func (c Collation) foldsASCII() bool {
+	n := strings.ToUpper(c.Name)
+	for _, p := range []string{"LATIN1_GENERAL_", "SQL_LATIN1_GENERAL_CP1_", "TURKISH_", "AZERI_"} {
+		if strings.HasPrefix(n, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // Column is one key column as planning needs it.

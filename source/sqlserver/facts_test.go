@@ -282,12 +282,22 @@ func TestChangesComeFromTheChangeTableWithCommandID(t *testing.T) {
 		}
 	}
 	mu.Lock()
-	defer mu.Unlock()
 	if strings.Join(ran, ",") != "change table,function,function" {
 		t.Errorf("statements ran %q: want the change table once, then the function", ran)
 	}
-	if n := strings.Count(logs.String(), "instead of the change table"); n != 1 || !strings.Contains(logs.String(), "SELECT permission was denied") {
-		t.Errorf("the fallback was logged %d times, want once with its reason:\n%s", n, logs)
+	mu.Unlock()
+	if n := strings.Count(logs.String(), "level=WARN msg=\"sqlserver: the login may not read the change table"); n != 1 || !strings.Contains(logs.String(), "SELECT permission was denied") {
+		t.Errorf("the fallback was warned about %d times, want once with its reason:\n%s", n, logs)
+	}
+	// Options.RequireChangeTable refuses the fallback, naming the grant.
+	strict, _ := newTestSource(t, f, Options{RequireChangeTable: true})
+	rr, err := strict.ReadChanges(ctx, readTestInstance(), mustLSN("0x0000002A00000F380001"), lsn.Max)
+	if err == nil {
+		rr.Release()
+		t.Fatal("RequireChangeTable read through the change function")
+	}
+	if !strings.Contains(err.Error(), "grant SELECT on it") || !strings.Contains(err.Error(), "cdc.[dbo_Orders_CT]") {
+		t.Errorf("RequireChangeTable: %v, want the grant named", err)
 	}
 }
 

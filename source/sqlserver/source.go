@@ -47,14 +47,32 @@ type Options struct {
 	// ServerTimeZone is the SQL Server machine's time zone, in which
 	// sys.fn_cdc_map_lsn_to_time returns commit times as local wall clocks
 	// (FACTS.md F08), for example time.LoadLocation("Europe/Berlin"). Nil
-	// means the server's UTC offset when the Source first needs it
-	// (SYSDATETIMEOFFSET), logged: right for a server on UTC (the default of
-	// the mssql/server container images) or on a zone without daylight
-	// saving time. A server whose zone observes daylight saving time needs
-	// this set: a detected offset is one offset, so commit times from the
-	// other half of the year come out an hour off.
+	// means the server's UTC offset now (SYSDATETIMEOFFSET, read again at
+	// most once a minute, the first reading logged): right for a server on
+	// UTC (the default of the mssql/server container images) or on a zone
+	// without daylight saving time. A server whose zone observes daylight
+	// saving time needs this set: an offset applies to every time it
+	// converts, so commits from before a clock change, read after it, come
+	// out an hour off (F37).
 	ServerTimeZone *time.Location
+	// RequireChangeTable makes ReadChanges fail, naming the grant it
+	// needs, when the login may not read the capture instance's change
+	// table, instead of reading cdc.fn_cdc_get_all_changes_<instance>.
+	// That function has no __$command_id, and ordered by __$seqval an
+	// update logged as a delete and an insert can put the insert first
+	// (FACTS.md F10, F54): the latest image can then lose a row that
+	// exists. The zero value falls back, with a warning.
+	RequireChangeTable bool
 }
+
+// changeTableRetry is how long a capture instance whose change table the
+// login could not read is read through the change function before the
+// change table is tried again (a grant may have come meanwhile).
+const changeTableRetry = 5 * time.Minute
+
+// zoneRefresh is how long a detected UTC offset is used before the server
+// is asked again (a daylight-saving change may have come meanwhile).
+const zoneRefresh = time.Minute
 
 // Source is a SQL Server database with CDC enabled, read through
 // database/sql and go-mssqldb. It is safe for concurrent use. It learns a
@@ -70,9 +88,17 @@ type Source struct {
 	log  *slog.Logger
 
 	mu          sync.Mutex
-	guid        *bool             // the driver returns RFC byte order; nil until probed
-	zone        *time.Location    // ServerTimeZone or the detected offset; nil until needed
-	changeTable map[string]string // capture instance -> why its change table cannot be read; "" when it can
+	guid        *bool          // the driver returns RFC byte order; nil until probed
+	zone        *time.Location // the detected offset; nil until needed
+	zoneAt      time.Time      // when zone was read
+	changeTable map[string]changeTableState
+}
+
+// changeTableState is what the source learnt of a capture instance's
+// change table: readable, or refused with a reason at a time.
+type changeTableState struct {
+	refused string // the error; "" when it could be read
+	at      time.Time
 }
 
 var _ source.Source = (*Source)(nil)
@@ -122,30 +148,36 @@ func (s *Source) guidConversion(ctx context.Context) (bool, error) {
 }
 
 // serverZone returns Options.ServerTimeZone, else the server's UTC offset
-// read once (ServerNowStatement).
+// (ServerNowStatement), read again when the last reading is older than
+// zoneRefresh.
 func (s *Source) serverZone(ctx context.Context) (*time.Location, error) {
 	if s.opts.ServerTimeZone != nil {
 		return s.opts.ServerTimeZone, nil
 	}
 	s.mu.Lock()
-	z := s.zone
+	z, at := s.zone, s.zoneAt
 	s.mu.Unlock()
-	if z != nil {
+	if z != nil && time.Since(at) < zoneRefresh {
 		return z, nil
 	}
 	rs, err := s.run(ctx, s.db, "reading the server's UTC offset", ServerNowStatement())
 	if err != nil {
 		return nil, err
 	}
-	z, err = parseServerNow(rs)
+	nz, err := parseServerNow(rs)
 	if err != nil {
 		return nil, err
 	}
-	s.log.InfoContext(ctx, "sqlserver: Options.ServerTimeZone is not set: commit times use the server's UTC offset now; set ServerTimeZone if the server's zone observes daylight saving time", "offset", z.String())
+	switch {
+	case z == nil:
+		s.log.InfoContext(ctx, "sqlserver: Options.ServerTimeZone is not set: commit times use the server's UTC offset now; set ServerTimeZone if the server's zone observes daylight saving time", "offset", nz.String())
+	case z.String() != nz.String():
+		s.log.WarnContext(ctx, "sqlserver: the server's UTC offset changed (daylight saving time?): commit times from before the change, read now, are off by the difference; set Options.ServerTimeZone", "was", z.String(), "now", nz.String())
+	}
 	s.mu.Lock()
-	s.zone = z
+	s.zone, s.zoneAt = nz, time.Now()
 	s.mu.Unlock()
-	return z, nil
+	return nz, nil
 }
 
 // decodeOptions returns what decoding cols needs to know of the
@@ -476,7 +508,8 @@ func (s *Source) ReadRange(ctx context.Context, ci *source.CaptureInstance, r ke
 // LSN (ChangeTableStatement), where the login may read it; otherwise, and
 // on a server whose change tables lack __$command_id, from
 // cdc.fn_cdc_get_all_changes_<ci> (ChangesStatement), with _command_id
-// NULL; the reason is logged once per capture instance.
+// NULL, a warning logged (or an error, with Options.RequireChangeTable);
+// the change table is tried again after five minutes.
 func (s *Source) ReadChanges(ctx context.Context, ci *source.CaptureInstance, from, to lsn.LSN) (array.RecordReader, error) {
 	schema, err := source.ChangeSchema(ci.Columns)
 	if err != nil {
@@ -549,48 +582,57 @@ func (s *Source) ReadChanges(ctx context.Context, ci *source.CaptureInstance, fr
 
 // changeTableRefused are the errors that mean the login may not read a
 // change table directly, or the server's change tables lack
-// __$command_id: 229 (SELECT permission denied), 208 (invalid object name:
-// a table the login may not see), 207 (invalid column name). FACTS.md F21.
-var changeTableRefused = []int32{229, 208, 207}
+// __$command_id: 229 (SELECT permission denied), 230 (denied on a column),
+// 208 (invalid object name: a table the login may not see), 207 (invalid
+// column name). FACTS.md F21.
+var changeTableRefused = []int32{229, 230, 208, 207}
 
 // queryChanges runs the change read: the change table where the login may
-// read it, else the change function. commandID says which ran.
+// read it, else (unless Options.RequireChangeTable) the change function.
+// commandID says which ran. A refusal is remembered for changeTableRetry.
 func (s *Source) queryChanges(ctx context.Context, ci *source.CaptureInstance, from, to lsn.LSN) (rows *sql.Rows, commandID bool, err error) {
 	s.mu.Lock()
-	why, tried := s.changeTable[ci.Name]
+	st, tried := s.changeTable[ci.Name]
 	s.mu.Unlock()
-	if !tried || why == "" {
-		st, err := ChangeTableStatement(ci, from, to)
+	if !tried || st.refused == "" || time.Since(st.at) >= changeTableRetry {
+		stmt, err := ChangeTableStatement(ci, from, to)
 		if err != nil {
 			return nil, false, err
 		}
-		s.log.DebugContext(ctx, "sqlserver: query", "what", "changes of "+ci.Name+" from its change table", "sql", st.SQL, "params", len(st.Args))
-		rows, err := s.db.QueryContext(ctx, st.SQL, st.Args...)
+		s.log.DebugContext(ctx, "sqlserver: query", "what", "changes of "+ci.Name+" from its change table", "sql", stmt.SQL, "params", len(stmt.Args))
+		rows, err := s.db.QueryContext(ctx, stmt.SQL, stmt.Args...)
 		if err == nil {
+			if st.refused != "" {
+				s.log.InfoContext(ctx, "sqlserver: the change table can be read again: changes are ordered by __$command_id", "capture_instance", ci.Name)
+			}
 			s.rememberChangeTable(ci.Name, "")
 			return rows, true, nil
 		}
 		if !slices.ContainsFunc(changeTableRefused, func(n int32) bool { return isServerError(err, n) }) {
 			return nil, false, err
 		}
-		why = err.Error()
-		s.log.InfoContext(ctx, "sqlserver: reading changes through cdc.fn_cdc_get_all_changes_<capture instance> instead of the change table, without __$command_id: rows of one transaction are ordered by __$seqval", "capture_instance", ci.Name, "reason", why)
-		s.rememberChangeTable(ci.Name, why)
+		if s.opts.RequireChangeTable {
+			return nil, false, fmt.Errorf("the login may not read the change table cdc.[%s_CT] (grant SELECT on it, or on schema cdc), and Options.RequireChangeTable refuses cdc.fn_cdc_get_all_changes_%s, which has no __$command_id: %w", ci.Name, ci.Name, err)
+		}
+		if st.refused == "" {
+			s.log.WarnContext(ctx, "sqlserver: the login may not read the change table: reading changes through cdc.fn_cdc_get_all_changes_<capture instance>, which has no __$command_id; ordered by __$seqval, an update logged as a delete and an insert can put the insert first and the latest image then loses that row (FACTS.md F10, F54). Grant SELECT on the change table (or schema cdc), or set Options.RequireChangeTable", "capture_instance", ci.Name, "change_table", "cdc."+ci.Name+"_CT", "reason", err.Error())
+		}
+		s.rememberChangeTable(ci.Name, err.Error())
 	}
-	st, err := ChangesStatement(ci, from, to)
+	stmt, err := ChangesStatement(ci, from, to)
 	if err != nil {
 		return nil, false, err
 	}
-	s.log.DebugContext(ctx, "sqlserver: query", "what", "changes of "+ci.Name, "sql", st.SQL, "params", len(st.Args))
-	rows, err = s.db.QueryContext(ctx, st.SQL, st.Args...)
+	s.log.DebugContext(ctx, "sqlserver: query", "what", "changes of "+ci.Name, "sql", stmt.SQL, "params", len(stmt.Args))
+	rows, err = s.db.QueryContext(ctx, stmt.SQL, stmt.Args...)
 	return rows, false, err
 }
 
-func (s *Source) rememberChangeTable(ci, why string) {
+func (s *Source) rememberChangeTable(ci, refused string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.changeTable == nil {
-		s.changeTable = map[string]string{}
+		s.changeTable = map[string]changeTableState{}
 	}
-	s.changeTable[ci] = why
+	s.changeTable[ci] = changeTableState{refused: refused, at: time.Now()}
 }

@@ -438,7 +438,6 @@ func TestEveryTypeRoundTrips(t *testing.T) {
 		"dt": utc(2024, 1, 2, 3, 4, 5, 997000000), "sdt": utc(2079, 6, 6, 23, 59, 0, 0),
 		"dto": utc(2024, 3, 1, 10, 0, 0, 0), // 12:00:00.0000001+02:00, to µs
 		"c":   "ab ", "vc": "x", "nc": "ü ", "nv": "ключ", "bin": []byte{0, 1, 2, 0xff}, "vb": []byte{},
-		"x": `<a b="1"/>`,
 	}
 	rr := tt{t}.must(s.ReadRange(c, ci, keyrange.Range{}, source.ReadOptions{}))
 	defer rr.Release()
@@ -465,6 +464,12 @@ func TestEveryTypeRoundTrips(t *testing.T) {
 				case f.Name == "id ]x":
 					if got != "6f9619ff-8b86-d011-b42d-00c04fc964ff" && got != "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11" {
 						t.Errorf("uniqueidentifier %v", got)
+					}
+				case f.Name == "x" && first:
+					// SQL Server stores xml parsed and may write it back with
+					// other spacing ("<a b=\"1\" />").
+					if x, ok := got.(string); !ok || !strings.HasPrefix(x, "<a b=\"1\"") || !strings.HasSuffix(x, "/>") {
+						t.Errorf("xml: %#v, want <a b=\"1\"/>", got)
 					}
 				case f.Name == "at" && !first:
 					if got != utc(2024, 3, 1, 12, 0, 0, 123456000) { // ...1234568 to µs
@@ -654,7 +659,7 @@ func readChanges(t *testing.T, c context.Context, s *sqlserver.Source, ci *sourc
 // TestLeastPrivilege: a login with SELECT on the source tables only can
 // describe the instance, plan, read, and read changes: it may not read the
 // change tables, so changes come through the change function, without
-// __$command_id, the reason logged once (FACTS.md F11, F19). An instance
+// __$command_id, with a warning (FACTS.md F11, F19, F54). An instance
 // gated by a role the login is not in is not listed, and its minimum LSN
 // is 0x00…: an *source.AccessError, never "no changes" (F01, F07).
 func TestLeastPrivilege(t *testing.T) {
@@ -678,7 +683,7 @@ func TestLeastPrivilege(t *testing.T) {
 	if changes[0].op != 2 || changes[0].id != id || changes[0].commandID {
 		t.Errorf("changes %+v: want the insert of %d, with no command id (the change function)", changes, id)
 	}
-	if !strings.Contains(logs.String(), "instead of the change table") {
+	if !strings.Contains(logs.String(), "may not read the change table") {
 		t.Errorf("the fallback to the change function was not logged:\n%s", logs)
 	}
 	max, err := s.MaxLSN(c)

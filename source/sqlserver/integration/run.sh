@@ -62,9 +62,13 @@ done
 # CDC's capture job runs in SQL Server Agent, which starts after the
 # engine accepts logins: wait for it, or the first changes never arrive
 # (FACTS.md F15).
-agent_up="IF EXISTS (SELECT 1 FROM sys.dm_server_services WHERE servicename LIKE N'SQL Server Agent%' AND status_desc = N'Running') OR EXISTS (SELECT 1 FROM sys.dm_exec_sessions WHERE program_name LIKE N'SQLAgent%') PRINT 'agent-running'"
+# Two probes, each in its own batch: the agent's sessions, and its service
+# (a DMV a platform may not have).
+agent_sessions="IF EXISTS (SELECT 1 FROM sys.dm_exec_sessions WHERE program_name LIKE N'SQLAgent%') PRINT 'agent-running'"
+agent_service="IF EXISTS (SELECT 1 FROM sys.dm_server_services WHERE servicename LIKE N'SQL Server Agent%' AND status_desc = N'Running') PRINT 'agent-running'"
 for i in $(seq 1 60); do
-  if docker exec -e SQLCMDPASSWORD="$sa_pw" "$name" "$sqlcmd" -C -S localhost -U sa -Q "$agent_up" 2>/dev/null | grep -q agent-running; then
+  if { docker exec -e SQLCMDPASSWORD="$sa_pw" "$name" "$sqlcmd" -C -S localhost -U sa -Q "$agent_sessions" 2>/dev/null
+       docker exec -e SQLCMDPASSWORD="$sa_pw" "$name" "$sqlcmd" -C -S localhost -U sa -Q "$agent_service" 2>/dev/null; } | grep -q agent-running; then
     break
   fi
   sleep 2
@@ -86,4 +90,4 @@ if [ "${CDCSNAP_KEEP:-}" = 1 ]; then
   (umask 077; printf 'CDCSNAP_MSSQL_DSN=%q\nCDCSNAP_MSSQL_READER_DSN=%q\n' "$CDCSNAP_MSSQL_DSN" "$CDCSNAP_MSSQL_READER_DSN" >.cache/mssql-it.env)
   echo "run.sh: DSNs of the kept database in .cache/mssql-it.env" >&2
 fi
-go test -count=1 -v ./source/sqlserver/integration/ "$@"
+go test -count=1 -v -timeout 25m ./source/sqlserver/integration/ "$@"

@@ -129,7 +129,11 @@ EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'snap_stre
 EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'snap_nc', @role_name = NULL;
 EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'snap_gated', @role_name = N'cdc_gate';
 GO
+-- A job change takes effect only after the job is stopped and started
+-- again (sys.sp_cdc_change_job, Remarks).
 EXEC sys.sp_cdc_change_job @job_type = N'capture', @pollinginterval = 1;
+EXEC sys.sp_cdc_stop_job @job_type = N'capture';
+EXEC sys.sp_cdc_start_job @job_type = N'capture';
 GO
 -- Least privilege: SELECT on the source tables, nothing else (no SELECT on
 -- the cdc schema, so changes come through the change functions; not in
