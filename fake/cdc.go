@@ -425,3 +425,72 @@ func (db *DB) ReadChanges(ctx context.Context, ci *source.CaptureInstance, from,
 	})
 	return r, nil
 }
+
+// ChangeRow is one row of a capture instance's change table,
+// cdc.[<capture instance>_CT]: the captured columns' values as the table
+// held them (computed columns and the large objects CDC leaves out are
+// nil: FACTS.md F13), and the row's metadata.
+type ChangeRow struct {
+	StartLSN, Seqval lsn.LSN
+	// Operation is 1 delete, 2 insert, 3 update before, 4 update after.
+	Operation int32
+	// CommandID numbers the statements of the transaction.
+	CommandID int32
+	// CommitTS is the commit time (cdc.lsn_time_mapping), UTC.
+	CommitTS time.Time
+	Values   []any
+}
+
+// ChangeRows returns the change table's rows with from <= __$start_lsn <=
+// to that the capture job has processed, in (start_lsn, command_id, seqval,
+// operation) order. Unlike ReadChanges it checks nothing, as a query of the
+// change table checks nothing: a front end modelling
+// cdc.fn_cdc_get_all_changes_<capture instance> checks the interval itself
+// (MinLSN, MaxLSN). A dropped instance, or one the login may not read, is a
+// *source.AccessError.
+func (db *DB) ChangeRows(ctx context.Context, ci *source.CaptureInstance, from, to lsn.LSN) ([]ChangeRow, error) {
+	if err := db.enter(ctx, OpReadChanges); err != nil {
+		return nil, err
+	}
+	if ci == nil {
+		return nil, fmt.Errorf("fake: nil capture instance")
+	}
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	in, err := db.readableLocked(ci.Name)
+	if err != nil {
+		return nil, err
+	}
+	if db.captured.Less(to) {
+		to = db.captured
+	}
+	var out []ChangeRow
+	for _, c := range in.changes {
+		if c.lsn.Less(from) || to.Less(c.lsn) {
+			continue
+		}
+		vals := make([]any, len(in.colIdx))
+		for i, j := range in.colIdx {
+			if j < len(c.vals) && !in.cols[i].Computed {
+				vals[i] = c.vals[j]
+			}
+		}
+		out = append(out, ChangeRow{StartLSN: c.lsn, Seqval: c.seqval, Operation: c.op, CommandID: c.cmd, CommitTS: c.ts, Values: vals})
+	}
+	return out, nil
+}
+
+// CaptureInstanceNames returns the names of the capture instances the
+// login may read, in creation order: those sys.sp_cdc_help_change_data_capture
+// lists (FACTS.md F01).
+func (db *DB) CaptureInstanceNames() []string {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	var out []string
+	for _, in := range db.instances {
+		if !in.denied {
+			out = append(out, in.name)
+		}
+	}
+	return out
+}

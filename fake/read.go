@@ -29,6 +29,11 @@ func (t *table) compilePieces(r keyrange.Range) ([]seekPiece, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fake: table %s: %w", t, err)
 	}
+	return t.compile(ps)
+}
+
+// compile compiles pieces against the table's key order.
+func (t *table) compile(ps []keyrange.Piece) ([]seekPiece, error) {
 	out := make([]seekPiece, len(ps))
 	for i, p := range ps {
 		eq, err := normalizeTuple(t.keyCols, t.order, 0, p.Eq)
@@ -99,6 +104,80 @@ func (p *seekPiece) keep(o keyOrder, key []any) bool {
 	return true
 }
 
+// pieceScan reads the rows of compiled pieces in key order, page by page,
+// each page continuing after the last key read: under READ COMMITTED a page
+// reads the rows committed when it starts, under SNAPSHOT (snap set) the
+// rows as of the start.
+type pieceScan struct {
+	t      *table
+	pieces []seekPiece
+	snap   *rowset
+	pi     int
+	last   []any // the key of the last row read in piece pi
+}
+
+// page passes up to limit rows, as the table stores them, to emit; it
+// returns how many it passed (0 at the end) and counts the rows examined.
+func (s *pieceScan) page(limit int, emit func(vals []any) error) (int, error) {
+	t, order := s.t, s.t.order
+	rs := s.snap
+	if rs == nil {
+		rs = t.rows.Load()
+	}
+	n, examined := 0, 0
+	for s.pi < len(s.pieces) && n < limit {
+		p := &s.pieces[s.pi]
+		start, end := p.bounds(order, rs)
+		if s.last != nil {
+			after := rs.search(func(r *row) bool { return order.compare(r.key, s.last) > 0 })
+			if start.less(after) {
+				start = after
+			}
+		}
+		q := start
+		for ; q.less(end) && n < limit; q = rs.next(q) {
+			row := rs.at(q)
+			examined++
+			s.last = row.key
+			if !p.keep(order, row.key) {
+				continue
+			}
+			if err := emit(row.vals); err != nil {
+				return n, err
+			}
+			n++
+		}
+		if !q.less(end) {
+			s.pi++
+			s.last = nil
+		}
+	}
+	t.stats.rowsExamined.Add(int64(examined))
+	t.stats.rowsReturned.Add(int64(n))
+	return n, nil
+}
+
+// startScan opens the read of pieces of in's table under opts.
+func (db *DB) startScan(in *instance, pieces []seekPiece, opts source.ReadOptions) *pieceScan {
+	s := &pieceScan{t: in.t, pieces: pieces}
+	if opts.Isolation == source.Snapshot {
+		s.snap = in.t.rows.Load()
+	}
+	in.t.stats.rangeReads.Add(1)
+	return s
+}
+
+// afterPage counts a page and runs the page hook.
+func (db *DB) afterPage(ctx context.Context, in *instance, rangeIndex, page, rows int, what string) error {
+	in.t.stats.pages.Add(1)
+	if h := db.hook(); h != nil {
+		if err := h(ctx, Page{Schema: in.t.schema, Table: in.t.name, CaptureInstance: in.name, Range: rangeIndex, Number: page, Rows: rows}); err != nil {
+			return fmt.Errorf("fake: %s %s: page hook after page %d: %w", what, in.name, page, err)
+		}
+	}
+	return nil
+}
+
 // ReadRange implements source.Source. The range's pieces are read in key
 // order, page by page (opts.BatchRows rows, DefaultBatchRows when zero),
 // each page continuing after the last key read. Under READ COMMITTED a page
@@ -114,7 +193,6 @@ func (db *DB) ReadRange(ctx context.Context, ci *source.CaptureInstance, r keyra
 	if err != nil {
 		return nil, err
 	}
-	t := in.t
 	schema, err := source.ArrowSchema(in.cols)
 	if err != nil {
 		return nil, fmt.Errorf("fake: ReadRange %s: %w", in.name, err)
@@ -123,7 +201,7 @@ func (db *DB) ReadRange(ctx context.Context, ci *source.CaptureInstance, r keyra
 	if err != nil {
 		return nil, fmt.Errorf("fake: ReadRange %s: %w", in.name, err)
 	}
-	pieces, err := t.compilePieces(r)
+	pieces, err := in.t.compilePieces(r)
 	if err != nil {
 		return nil, fmt.Errorf("fake: ReadRange %s %s: %w", in.name, r, err)
 	}
@@ -131,69 +209,117 @@ func (db *DB) ReadRange(ctx context.Context, ci *source.CaptureInstance, r keyra
 	if batch <= 0 {
 		batch = DefaultBatchRows
 	}
-	var snap *rowset
-	if opts.Isolation == source.Snapshot {
-		snap = t.rows.Load()
-	}
-	t.stats.rangeReads.Add(1)
-	order := t.order
-	pi := 0
-	var last []any // the key of the last row read in piece pi
+	scan := db.startScan(in, pieces, opts)
 	page := 0
 	rd := newReader(ctx, schema, func(rd *reader) (int, error) {
 		limit, err := db.reserveRows(batch)
 		if err != nil {
 			return 0, err
 		}
-		rs := snap
-		if rs == nil {
-			rs = t.rows.Load()
-		}
-		n, examined := 0, 0
-		for pi < len(pieces) && n < limit {
-			p := &pieces[pi]
-			start, end := p.bounds(order, rs)
-			if last != nil {
-				after := rs.search(func(r *row) bool { return order.compare(r.key, last) > 0 })
-				if start.less(after) {
-					start = after
-				}
+		n, err := scan.page(limit, func(vals []any) error {
+			if err := enc.appendRow(rd.rb, vals); err != nil {
+				return fmt.Errorf("fake: ReadRange %s: %w", in.name, err)
 			}
-			q := start
-			for ; q.less(end) && n < limit; q = rs.next(q) {
-				row := rs.at(q)
-				examined++
-				last = row.key
-				if !p.keep(order, row.key) {
-					continue
-				}
-				if err := enc.appendRow(rd.rb, row.vals); err != nil {
-					return n, fmt.Errorf("fake: ReadRange %s: %w", in.name, err)
-				}
-				n++
-			}
-			if !q.less(end) {
-				pi++
-				last = nil
-			}
-		}
+			return nil
+		})
 		db.unreserveRows(limit - n)
-		t.stats.rowsExamined.Add(int64(examined))
-		t.stats.rowsReturned.Add(int64(n))
-		return n, nil
+		return n, err
 	})
 	rd.after = func(rows int) error {
 		page++
-		t.stats.pages.Add(1)
-		if h := db.hook(); h != nil {
-			if err := h(ctx, Page{Schema: t.schema, Table: t.name, CaptureInstance: in.name, Range: r.Index, Number: page, Rows: rows}); err != nil {
-				return fmt.Errorf("fake: ReadRange %s: page hook after page %d: %w", in.name, page, err)
-			}
-		}
-		return nil
+		return db.afterPage(ctx, in, r.Index, page, rows, "ReadRange")
 	}
 	return rd, nil
 }
+
+// RowCursor yields rows one at a time (see ScanPieces).
+type RowCursor struct {
+	ctx   context.Context
+	db    *DB
+	in    *instance
+	scan  *pieceScan
+	rows  [][]any // the current page
+	batch int
+	page  int
+	err   error
+	done  bool
+}
+
+// ScanPieces reads the rows of ci's table that the UNION ALL of pieces
+// holds, as SQL Server runs the statement ReadRange's pieces make: pieces
+// in the order given, each in key order, page by page (batch rows,
+// DefaultBatchRows when zero) under opts.Isolation as ReadRange reads, the
+// page hook between pages. Each row is the captured columns' values as the
+// table stores them (full precision: datetime2 keeps its 100 ns,
+// uniqueidentifier is a keyrange.UUID), a computed column nil. It is for a
+// front end that serves the fake to a SQL Server client (internal/tdsfake).
+func (db *DB) ScanPieces(ctx context.Context, ci *source.CaptureInstance, pieces []keyrange.Piece, opts source.ReadOptions) (*RowCursor, error) {
+	if err := db.enter(ctx, OpReadRange); err != nil {
+		return nil, err
+	}
+	in, err := db.lookup(ci)
+	if err != nil {
+		return nil, err
+	}
+	compiled, err := in.t.compile(pieces)
+	if err != nil {
+		return nil, fmt.Errorf("fake: ScanPieces %s: %w", in.name, err)
+	}
+	batch := opts.BatchRows
+	if batch <= 0 {
+		batch = DefaultBatchRows
+	}
+	return &RowCursor{ctx: ctx, db: db, in: in, scan: db.startScan(in, compiled, opts), batch: batch}, nil
+}
+
+// Next returns the next row, or false at the end or on an error (Err).
+func (c *RowCursor) Next() ([]any, bool) {
+	for len(c.rows) == 0 {
+		if c.done || c.err != nil {
+			return nil, false
+		}
+		if err := c.ctx.Err(); err != nil {
+			c.err = fmt.Errorf("fake: read cancelled: %w", err)
+			return nil, false
+		}
+		limit, err := c.db.reserveRows(c.batch)
+		if err != nil {
+			c.err = err
+			return nil, false
+		}
+		n, err := c.scan.page(limit, func(vals []any) error {
+			row := make([]any, len(c.in.colIdx))
+			for i, j := range c.in.colIdx {
+				if j < len(vals) && !c.in.cols[i].Computed {
+					row[i] = vals[j]
+				}
+			}
+			c.rows = append(c.rows, row)
+			return nil
+		})
+		c.db.unreserveRows(limit - n)
+		if err != nil {
+			c.err = err
+			return nil, false
+		}
+		if n == 0 {
+			c.done = true
+			return nil, false
+		}
+		c.page++
+		if err := c.db.afterPage(c.ctx, c.in, -1, c.page, n, "ScanPieces"); err != nil {
+			c.err = err
+			c.rows = nil
+			return nil, false
+		}
+	}
+	row := c.rows[0]
+	c.rows = c.rows[1:]
+	return row, true
+}
+
+// Err is the error that ended the scan, if any.
+func (c *RowCursor) Err() error { return c.err }
 
 // SeekKey implements source.Source and keyrange.Seeker's contract: the
 // (k+1)-th key at or after from (from nil: of the table), found as SQL

@@ -12,7 +12,6 @@ import (
 	"github.com/cdcsnap/cdcsnap/fake"
 	"github.com/cdcsnap/cdcsnap/internal/testworld"
 	"github.com/cdcsnap/cdcsnap/lsn"
-	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 	"github.com/cdcsnap/cdcsnap/source"
 )
@@ -26,29 +25,9 @@ func memAppender(dst *fake.MemSink) snapshot.Appender {
 
 // imageFrom merges the sink's rows whose _start_lsn is at or above from:
 // how downstream rebuilds after a re-snapshot at from.
-func imageFrom(t testing.TB, ctx context.Context, w *testworld.World, dst *fake.MemSink, from lsn.LSN) *snapshot.Image {
+func imageFrom(t testing.TB, _ context.Context, w *testworld.World, dst *fake.MemSink, from lsn.LSN) *snapshot.Image {
 	t.Helper()
-	ci := w.Instance(t)
-	key, _ := ci.KeyColumns()
-	im := snapshot.NewImage(ci.Columns, key)
-	f := from.String()
-	for _, rec := range dst.Records() {
-		col := rec.Column(rec.Schema().FieldIndices(sink.ColStartLSN)[0]).(*array.String)
-		var keep []int
-		for i := 0; i < int(rec.NumRows()); i++ {
-			if col.IsValid(i) && col.Value(i) >= f {
-				keep = append(keep, i)
-			}
-		}
-		for _, i := range keep {
-			s := rec.NewSlice(int64(i), int64(i+1))
-			if err := im.AddBronze(s); err != nil {
-				t.Fatal(err)
-			}
-			s.Release()
-		}
-	}
-	return im
+	return w.SinkImage(t, dst, from)
 }
 
 // TestPollDataLossResnapshot: a stream polled from a snapshot, with

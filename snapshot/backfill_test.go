@@ -7,8 +7,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/cdcsnap/cdcsnap/fake"
@@ -99,17 +97,7 @@ func TestBackfillConverges(t *testing.T) {
 	for c := range *casesFlag {
 		sh := shapes()[r.IntN(len(shapes()))]
 		w := testworld.New(t, r, sh, r.IntN(150))
-		hr := rand.New(rand.NewPCG(r.Uint64(), 12))
-		rate := r.IntN(3)
-		var mu sync.Mutex
-		w.DB.SetPageHook(func(ctx context.Context, p fake.Page) error {
-			mu.Lock()
-			defer mu.Unlock()
-			for range hr.IntN(rate + 1) {
-				w.Change(t, hr)
-			}
-			return nil
-		})
+		stop := w.ChangeBetweenPages(t, rand.New(rand.NewPCG(r.Uint64(), 12)), r.IntN(3))
 		dst := fake.NewMemSink()
 		opts := snapshot.BackfillOptions{
 			CaptureInstance: w.CI, WaveChunks: 1 + r.IntN(4), Parallelism: 1 + r.IntN(3), BatchRows: 1 + r.IntN(15), MaxWaves: 1 + r.IntN(2),
@@ -133,9 +121,7 @@ func TestBackfillConverges(t *testing.T) {
 		var res snapshot.BackfillResult
 		for wave := 0; ; wave++ {
 			for range r.IntN(4) {
-				mu.Lock()
 				w.Change(t, r)
-				mu.Unlock()
 			}
 			if r.IntN(2) == 0 {
 				st.poll(t, ctx, w, dst)
@@ -157,7 +143,7 @@ func TestBackfillConverges(t *testing.T) {
 				t.Fatalf("case %d: no progress: %+v", c, res)
 			}
 		}
-		w.DB.SetPageHook(nil)
+		stop()
 		for range r.IntN(5) {
 			w.Change(t, r)
 		}
@@ -204,28 +190,10 @@ func TestBackfillCrashResume(t *testing.T) {
 			}
 			w.Change(t, r)
 			cctx, cancel := context.WithCancel(ctx)
-			switch r.IntN(5) {
-			case 0:
-				w.DB.FailReadAfter(r.Int64N(40), boom)
-			case 1:
-				dst.FailNextCommit(boom)
-			case 2:
-				dst.FailWriteAfter(r.IntN(3), boom)
-			case 3:
-				var n atomic.Int64
-				n.Store(int64(r.IntN(4)))
-				w.DB.SetPageHook(func(context.Context, fake.Page) error {
-					if n.Add(-1) < 0 {
-						cancel()
-					}
-					return nil
-				})
-			}
+			clear := w.InjectFault(r, dst, boom, cancel)
 			res, err = snapshot.Backfill(cctx, w.DB, dst, opts)
 			cancel()
-			w.DB.SetPageHook(nil)
-			w.DB.ClearFaults()
-			dst.FailNextCommit(nil)
+			clear()
 			if err != nil {
 				if !errors.Is(err, fake.ErrInjected) && !errors.Is(err, context.Canceled) {
 					t.Fatalf("case %d: %v", c, err)

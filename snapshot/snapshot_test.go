@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -49,20 +48,9 @@ func stream(t testing.TB, ctx context.Context, w *testworld.World, dst *fake.Mem
 	}
 }
 
-func sinkImage(t testing.TB, ctx context.Context, w *testworld.World, dst *fake.MemSink) *snapshot.Image {
-	ci, err := w.DB.CaptureInstance(ctx, w.CI)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, _ := ci.KeyColumns()
-	im := snapshot.NewImage(ci.Columns, key)
-	for _, rec := range dst.Records() {
-		if err := im.AddBronze(rec); err != nil {
-			t.Fatal(err)
-		}
-		rec.Release()
-	}
-	return im
+func sinkImage(t testing.TB, _ context.Context, w *testworld.World, dst *fake.MemSink) *snapshot.Image {
+	t.Helper()
+	return w.SinkImage(t, dst, lsn.LSN{})
 }
 
 // TestTakeEveryRowOnce: on a quiet table, the snapshot holds every row
@@ -131,17 +119,7 @@ func TestBootstrapConverges(t *testing.T) {
 	for c := range *casesFlag {
 		sh := shapes()[r.IntN(len(shapes()))]
 		w := testworld.New(t, r, sh, r.IntN(150))
-		hr := rand.New(rand.NewPCG(r.Uint64(), 3))
-		rate := r.IntN(4)
-		var mu sync.Mutex // partitions read in parallel: one change at a time
-		w.DB.SetPageHook(func(ctx context.Context, p fake.Page) error {
-			mu.Lock()
-			defer mu.Unlock()
-			for range hr.IntN(rate + 1) {
-				w.Change(t, hr)
-			}
-			return nil
-		})
+		stop := w.ChangeBetweenPages(t, rand.New(rand.NewPCG(r.Uint64(), 3)), r.IntN(4))
 		dst := fake.NewMemSink()
 		iso := source.ReadCommitted
 		if r.IntN(4) == 0 {
@@ -150,7 +128,7 @@ func TestBootstrapConverges(t *testing.T) {
 		from, res, err := snapshot.Bootstrap(ctx, w.DB, dst, snapshot.Options{
 			CaptureInstance: w.CI, Partitions: 1 + r.IntN(10), Parallelism: 1 + r.IntN(3), BatchRows: 1 + r.IntN(15), Isolation: iso,
 		})
-		w.DB.SetPageHook(nil)
+		stop()
 		if err != nil {
 			t.Fatalf("case %d (%s): %v", c, sh.Name, err)
 		}

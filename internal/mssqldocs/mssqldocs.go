@@ -5,7 +5,11 @@
 // fake, and its integration tests hold a real server to them.
 package mssqldocs
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/cdcsnap/cdcsnap/source"
+)
 
 // Column is one documented result column.
 type Column struct {
@@ -67,4 +71,49 @@ var CapturedColumnsBefore2017 = func() []Column {
 var SpaceUsed = []Column{
 	{"name", "nvarchar(128)"}, {"rows", "char(20)"}, {"reserved", "varchar(18)"},
 	{"data", "varchar(18)"}, {"index_size", "varchar(18)"}, {"unused", "varchar(18)"},
+}
+
+// CapturedColumnMetadata returns the character_maximum_length (the character
+// types' length, NULL otherwise: binary types included, FACTS.md F05),
+// numeric_precision, numeric_precision_radix, numeric_scale and
+// datetime_precision of sys.sp_cdc_get_captured_columns's row for column
+// c, as INFORMATION_SCHEMA.COLUMNS, whose names the procedure's columns
+// copy, gives them (int64 values, nil for NULL).
+func CapturedColumnMetadata(c source.Column) (length, prec, radix, scale, dt any) {
+	n := func(v int) any { return int64(v) }
+	switch c.Type {
+	case "char", "varchar", "nchar", "nvarchar":
+		length = n(c.Length)
+	case "text":
+		length = n(2147483647)
+	case "ntext":
+		length = n(1073741823)
+	case "xml":
+		length = n(-1)
+	case "decimal", "numeric":
+		prec, radix, scale = n(c.Precision), n(10), n(c.Scale)
+	case "tinyint":
+		prec, radix, scale = n(3), n(10), n(0)
+	case "smallint":
+		prec, radix, scale = n(5), n(10), n(0)
+	case "int":
+		prec, radix, scale = n(10), n(10), n(0)
+	case "bigint":
+		prec, radix, scale = n(19), n(10), n(0)
+	case "money":
+		prec, radix, scale = n(19), n(10), n(4)
+	case "smallmoney":
+		prec, radix, scale = n(10), n(10), n(4)
+	case "float":
+		prec, radix = n(53), n(2)
+	case "real":
+		prec, radix = n(24), n(2)
+	case "time", "datetime2", "datetimeoffset":
+		dt = n(c.Scale)
+	case "datetime":
+		dt = n(3)
+	case "date", "smalldatetime":
+		dt = n(0)
+	}
+	return
 }

@@ -15,12 +15,17 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/cdcsnap/cdcsnap/fake"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/lsn"
+	"github.com/cdcsnap/cdcsnap/sink"
+	"github.com/cdcsnap/cdcsnap/snapshot"
 	"github.com/cdcsnap/cdcsnap/source"
 )
 
@@ -332,4 +337,90 @@ func (w *World) MaxLSN(t testing.TB) lsn.LSN {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// SinkImage returns the latest image of the bronze rows dst holds whose
+// _start_lsn is at or above from (the zero LSN: every row): after a
+// re-snapshot, the rows from the newest snapshot on.
+func (w *World) SinkImage(t testing.TB, dst *fake.MemSink, from lsn.LSN) *snapshot.Image {
+	t.Helper()
+	ci := w.Instance(t)
+	key, _ := ci.KeyColumns()
+	im := snapshot.NewImage(ci.Columns, key)
+	f := from.String()
+	for _, rec := range dst.Records() {
+		col := rec.Column(rec.Schema().FieldIndices(sink.ColStartLSN)[0]).(*array.String)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			if !col.IsValid(i) || col.Value(i) < f {
+				continue
+			}
+			s := rec.NewSlice(int64(i), int64(i+1))
+			err := im.AddBronze(s)
+			s.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		rec.Release()
+	}
+	return im
+}
+
+// CheckImage fails t, saying what, unless the latest image of dst's rows
+// from from on (SinkImage) equals the source table's.
+func (w *World) CheckImage(t testing.TB, dst *fake.MemSink, from lsn.LSN, what string) {
+	t.Helper()
+	want, err := snapshot.SourceImage(context.Background(), w.DB, w.Instance(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := want.Diff(w.SinkImage(t, dst, from), 5); len(d) > 0 {
+		t.Fatalf("%s: the latest image differs from the source:\n%s", what, strings.Join(d, "\n"))
+	}
+}
+
+// ChangeBetweenPages makes the database commit up to rate random changes
+// (drawn from r) after every page a read takes, one page at a time, until
+// the returned function stops it: changes committed while a snapshot
+// reads.
+func (w *World) ChangeBetweenPages(t testing.TB, r *rand.Rand, rate int) (stop func()) {
+	var mu sync.Mutex // partitions read in parallel: one change at a time
+	w.DB.SetPageHook(func(ctx context.Context, p fake.Page) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for range r.IntN(rate + 1) {
+			w.Change(t, r)
+		}
+		return nil
+	})
+	return func() { w.DB.SetPageHook(nil) }
+}
+
+// InjectFault arms one random fault for the next attempt of a chunked
+// backfill, or none: a read that fails after some rows, a failed sink
+// commit, a failed sink write, or cancel called after a few pages. clear
+// disarms whatever is left.
+func (w *World) InjectFault(r *rand.Rand, dst *fake.MemSink, err error, cancel context.CancelFunc) (clear func()) {
+	switch r.IntN(5) {
+	case 0:
+		w.DB.FailReadAfter(r.Int64N(40), err)
+	case 1:
+		dst.FailNextCommit(err)
+	case 2:
+		dst.FailWriteAfter(r.IntN(3), err)
+	case 3:
+		var n atomic.Int64
+		n.Store(int64(r.IntN(4)))
+		w.DB.SetPageHook(func(context.Context, fake.Page) error {
+			if n.Add(-1) < 0 {
+				cancel()
+			}
+			return nil
+		})
+	}
+	return func() {
+		w.DB.SetPageHook(nil)
+		w.DB.ClearFaults()
+		dst.FailNextCommit(nil)
+	}
 }

@@ -1083,3 +1083,57 @@ func (s *suite) wantDataLoss(t *testing.T, f *fixture, from, to lsn.LSN) {
 		t.Errorf("DataLossError = %+v: want Requested %s and a MinLSN above it", dl, from)
 	}
 }
+
+// FakeHarness drives a fake.DB: its hooks create tables, commit and clean
+// up through the fake's own API, and src is the source under test: the DB
+// itself, a wrapper of it, or a source that reads it another way (such as
+// source/sqlserver through a TDS front end of the fake). The fake holds
+// names that differ only in case, as a case-sensitive database does.
+func FakeHarness(db *fake.DB, src source.Source) Harness {
+	return Harness{
+		Source: src,
+		CreateTable: func(ctx context.Context, tb Table, instance string, rows []Row) error {
+			def := fake.TableDef{Schema: tb.Schema, Name: tb.Name, Key: tb.Key}
+			for _, c := range tb.Columns {
+				def.Columns = append(def.Columns, fake.ColumnDef{Name: c.Name, Type: c.Type, Collation: c.Collation, Nullable: c.Nullable})
+			}
+			if err := db.CreateTable(def); err != nil {
+				return err
+			}
+			if len(rows) > 0 {
+				load := make([]fake.Row, len(rows))
+				for i, r := range rows {
+					load[i] = fake.Row(r)
+				}
+				if _, err := db.Load(tb.Schema, tb.Name, load...); err != nil {
+					return err
+				}
+			}
+			_, err := db.EnableCDC(tb.Schema, tb.Name, instance)
+			return err
+		},
+		Commit: func(ctx context.Context, tb Table, changes []Change) (lsn.LSN, error) {
+			tx := db.Begin()
+			for _, c := range changes {
+				var err error
+				switch c.Op {
+				case Insert:
+					err = tx.Insert(tb.Schema, tb.Name, fake.Row(c.Row))
+				case Update:
+					err = tx.Update(tb.Schema, tb.Name, c.Key, fake.Row(c.Row))
+				case Delete:
+					err = tx.Delete(tb.Schema, tb.Name, c.Key)
+				}
+				if err != nil {
+					tx.Rollback()
+					return lsn.LSN{}, err
+				}
+			}
+			return tx.Commit()
+		},
+		Cleanup: func(ctx context.Context, instance string, low lsn.LSN) error {
+			return db.Cleanup(instance, low)
+		},
+		CaseSensitive: true,
+	}
+}

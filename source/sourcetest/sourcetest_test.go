@@ -21,58 +21,9 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// harness drives a fake.DB: the hooks create tables, commit and clean up as
-// the fake's own API does, and src (the DB itself, or a broken wrapper of
-// it) is the source under test.
+// harness is sourcetest.FakeHarness.
 func harness(db *fake.DB, src source.Source) sourcetest.Harness {
-	return sourcetest.Harness{
-		Source: src,
-		CreateTable: func(ctx context.Context, tb sourcetest.Table, instance string, rows []sourcetest.Row) error {
-			def := fake.TableDef{Schema: tb.Schema, Name: tb.Name, Key: tb.Key}
-			for _, c := range tb.Columns {
-				def.Columns = append(def.Columns, fake.ColumnDef{Name: c.Name, Type: c.Type, Collation: c.Collation, Nullable: c.Nullable})
-			}
-			if err := db.CreateTable(def); err != nil {
-				return err
-			}
-			if len(rows) > 0 {
-				load := make([]fake.Row, len(rows))
-				for i, r := range rows {
-					load[i] = fake.Row(r)
-				}
-				if _, err := db.Load(tb.Schema, tb.Name, load...); err != nil {
-					return err
-				}
-			}
-			_, err := db.EnableCDC(tb.Schema, tb.Name, instance)
-			return err
-		},
-		Commit: func(ctx context.Context, tb sourcetest.Table, changes []sourcetest.Change) (lsn.LSN, error) {
-			tx := db.Begin()
-			for _, c := range changes {
-				var err error
-				switch c.Op {
-				case sourcetest.Insert:
-					err = tx.Insert(tb.Schema, tb.Name, fake.Row(c.Row))
-				case sourcetest.Update:
-					err = tx.Update(tb.Schema, tb.Name, c.Key, fake.Row(c.Row))
-				case sourcetest.Delete:
-					err = tx.Delete(tb.Schema, tb.Name, c.Key)
-				}
-				if err != nil {
-					tx.Rollback()
-					return lsn.LSN{}, err
-				}
-			}
-			return tx.Commit()
-		},
-		Cleanup: func(ctx context.Context, instance string, low lsn.LSN) error {
-			return db.Cleanup(instance, low)
-		},
-		// The fake holds names that differ only in case, as a
-		// case-sensitive database does.
-		CaseSensitive: true,
-	}
+	return sourcetest.FakeHarness(db, src)
 }
 
 // TestFake runs the suite against the fake CDC database.

@@ -1,12 +1,12 @@
 package sqlserver
 
 import (
-	"strings"
 	"time"
 
 	"github.com/cdcsnap/cdcsnap/internal/mssqldocs"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/lsn"
+	"github.com/cdcsnap/cdcsnap/source"
 )
 
 // The result sets of the procedures, functions and catalog views the
@@ -51,48 +51,15 @@ var (
 )
 
 // docCapturedColumn is one row of docCapturedColumns for a column declared
-// decl. character_maximum_length is the length of a character type and NULL
-// otherwise, binary and varbinary included (F05); numeric_precision,
-// numeric_precision_radix and numeric_scale are set for the numeric types;
-// datetime_precision for the date and time types.
+// decl (mssqldocs.CapturedColumnMetadata: character_maximum_length for the
+// character types only, binary included in "otherwise, NULL", FACTS.md F05).
 func docCapturedColumn(instance, name string, columnID, ordinal int64, decl string) []any {
-	typ, args, _ := strings.Cut(strings.TrimSuffix(decl, ")"), "(")
-	var length, prec, radix, scale, dt any
-	num := func(s string) int64 {
-		var n int64
-		for _, r := range strings.TrimSpace(s) {
-			n = n*10 + int64(r-'0')
-		}
-		return n
+	c, err := source.ParseType(decl)
+	if err != nil {
+		panic(err)
 	}
-	switch typ {
-	case "char", "varchar", "nchar", "nvarchar":
-		length = int64(-1)
-		if args != "max" {
-			length = num(args)
-		}
-	case "text":
-		length = int64(2147483647)
-	case "ntext":
-		length = int64(1073741823)
-	case "decimal", "numeric":
-		p, s, _ := strings.Cut(args, ",")
-		prec, radix, scale = num(p), int64(10), num(s)
-	case "int":
-		prec, radix, scale = int64(10), int64(10), int64(0)
-	case "bigint":
-		prec, radix, scale = int64(19), int64(10), int64(0)
-	case "money":
-		prec, radix, scale = int64(19), int64(10), int64(4)
-	case "datetime2", "time", "datetimeoffset":
-		dt = int64(7)
-		if args != "" {
-			dt = num(args)
-		}
-	case "datetime":
-		dt = int64(3)
-	}
-	return []any{"dbo", "t", instance, name, columnID, ordinal, typ, length, prec, radix, scale, dt}
+	length, prec, radix, scale, dt := mssqldocs.CapturedColumnMetadata(c)
+	return []any{"dbo", "t", instance, name, columnID, ordinal, c.Type, length, prec, radix, scale, dt}
 }
 
 // docSysColumns is what ColumnsStatement selects from sys.columns

@@ -1,0 +1,841 @@
+// Package tdsfake serves a fake.DB to SQL Server clients over TDS, so that
+// source/sqlserver and go-mssqldb run whole snapshots, chunked backfills and
+// change polling against the fake, through the wire. It answers exactly the
+// statements source/sqlserver sends (stmt.go, pinned by its golden files):
+// it parses their text and parameters back (parse.go) and answers from the
+// fake's state, with result sets shaped as SQL Server documents them
+// (internal/mssqldocs, source/sqlserver/FACTS.md), never as the fake's Go
+// structs are. Any other statement gets an error naming it.
+//
+// It models what the facts register says SQL Server does where the
+// statements depend on it: error 313 from the change function for an
+// interval outside the valid one (F09), error 229 from a change table the
+// login may not read (Options.DenyChangeTables, F11), 0x00… as the minimum
+// LSN of an instance the login may not read (F07), the commit time on the
+// first change row of each LSN only (what the statement's CASE asks for,
+// F41), SET TRANSACTION ISOLATION LEVEL kept on a connection across
+// connection resets (F32).
+package tdsfake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cdcsnap/cdcsnap/fake"
+	"github.com/cdcsnap/cdcsnap/internal/mssqldocs"
+	"github.com/cdcsnap/cdcsnap/internal/tdsserver"
+	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/lsn"
+	"github.com/cdcsnap/cdcsnap/source"
+	"github.com/cdcsnap/cdcsnap/source/sqlserver"
+)
+
+// Options configure a Server. The zero value serves every statement as a
+// db_owner login would be served.
+type Options struct {
+	// DenyChangeTables makes every read of a change table fail with error
+	// 229, as for a login without SELECT on the cdc schema (FACTS.md F11):
+	// the source then reads through cdc.fn_cdc_get_all_changes_<instance>.
+	DenyChangeTables bool
+	// PacketSize is the TDS packet size granted a client that asks for
+	// none; 0 means 4096.
+	PacketSize int
+	// Logger receives the server's protocol events; nil is silent.
+	Logger *slog.Logger
+	// NoRecord turns off the log of requests (Server.Requests), for long
+	// runs and benchmarks.
+	NoRecord bool
+	// PageRows is the rows of each page a range read takes from the fake
+	// (fake.ScanPieces): the fake's page hook runs between pages, so a test
+	// can commit while a read streams. 0 means fake.DefaultBatchRows.
+	PageRows int
+	// BeforeServe, when set, runs before each statement is answered, with
+	// its text: a test's hook to change the fake between the statements of
+	// one source call (a cleanup between a check and a read, say).
+	BeforeServe func(ctx context.Context, sql string)
+}
+
+// Server is a fake.DB served over TDS on a loopback port.
+type Server struct {
+	*tdsserver.Server
+	h *handler
+}
+
+// Start serves db on 127.0.0.1 at a free port until Close or until ctx is
+// done. Connect with Server.DSN("cdcsnap").
+func Start(ctx context.Context, db *fake.DB, opts Options) (*Server, error) {
+	h := &handler{db: db, opts: opts, iso: map[uint64]source.Isolation{}}
+	s, err := tdsserver.Start(ctx, h, tdsserver.Options{
+		User: "cdcsnap", Password: "fake-Passw0rd", PacketSize: opts.PacketSize,
+		Logger: opts.Logger, NoRecord: opts.NoRecord, ServerName: "tdsfake",
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Server{Server: s, h: h}, nil
+}
+
+// Attentions returns how many statements the client cancelled with
+// ATTENTION while they were answered.
+func (s *Server) Attentions() int64 { return s.h.attentions.Load() }
+
+// Isolation returns the isolation level connection conn has now (READ
+// COMMITTED until a SET TRANSACTION ISOLATION LEVEL).
+func (s *Server) Isolation(conn uint64) source.Isolation {
+	s.h.mu.Lock()
+	defer s.h.mu.Unlock()
+	return s.h.iso[conn]
+}
+
+type handler struct {
+	db         *fake.DB
+	opts       Options
+	attentions atomic.Int64
+
+	mu  sync.Mutex
+	iso map[uint64]source.Isolation // per connection
+}
+
+// Fixed texts of the statements that take no names.
+var (
+	sqlList         = sqlserver.ListCaptureInstancesStatement().SQL
+	sqlCaptured     = sqlserver.CapturedColumnsStatement("").SQL
+	sqlColumns      = sqlserver.ColumnsStatement(0).SQL
+	sqlKeyIndex     = sqlserver.KeyIndexStatement(0, "").SQL
+	sqlProbe        = sqlserver.GUIDProbeStatement().SQL
+	sqlNow          = sqlserver.ServerNowStatement().SQL
+	sqlMaxLSN       = sqlserver.MaxLSNStatement().SQL
+	sqlMinLSN       = sqlserver.MinLSNStatement("").SQL
+	sqlLSNTime      = sqlserver.LSNTimeStatement(lsn.LSN{}).SQL
+	sqlReadCommited = sqlserver.IsolationStatement(source.ReadCommitted).SQL
+	sqlSnapshot     = sqlserver.IsolationStatement(source.Snapshot).SQL
+)
+
+// Serve implements tdsserver.Handler.
+func (h *handler) Serve(ctx context.Context, req *tdsserver.Request, w *tdsserver.ResponseWriter) error {
+	err := h.serve(ctx, req, w)
+	if errors.Is(context.Cause(ctx), tdsserver.ErrAttention) {
+		h.attentions.Add(1)
+	}
+	return err
+}
+
+func (h *handler) serve(ctx context.Context, req *tdsserver.Request, w *tdsserver.ResponseWriter) error {
+	a := args{}
+	for _, p := range req.Params {
+		n, err := strconv.Atoi(strings.TrimPrefix(p.Name, "@p"))
+		if err == nil {
+			a[n] = p.Value
+		}
+	}
+	sql := req.SQL
+	if h.opts.BeforeServe != nil {
+		h.opts.BeforeServe(ctx, sql)
+	}
+	switch {
+	case sql == sqlReadCommited || sql == sqlSnapshot:
+		h.mu.Lock()
+		h.iso[req.ConnID] = map[bool]source.Isolation{true: source.Snapshot, false: source.ReadCommitted}[sql == sqlSnapshot]
+		h.mu.Unlock()
+		return nil
+	case sql == sqlList:
+		return h.list(ctx, w)
+	case sql == sqlCaptured:
+		return h.captured(ctx, a, w)
+	case sql == sqlColumns:
+		return h.columns(a, w)
+	case sql == sqlKeyIndex:
+		if err := w.Columns(docColumns(mssqldocsIndexes)); err != nil {
+			return err
+		}
+		return w.Row(int64(1), "CLUSTERED")
+	case sql == sqlProbe:
+		return h.probe(a, w)
+	case sql == sqlNow:
+		if err := w.Columns([]tdsserver.Column{{Name: "now", Type: "datetimeoffset(7)"}}); err != nil {
+			return err
+		}
+		return w.Row(time.Now().UTC().Truncate(100 * time.Nanosecond).In(time.FixedZone("", 0)))
+	case sql == sqlMaxLSN:
+		return h.maxLSN(ctx, w)
+	case sql == sqlMinLSN:
+		return h.minLSN(ctx, a, w)
+	case sql == sqlLSNTime:
+		return h.lsnTime(ctx, a, w)
+	case strings.HasPrefix(sql, "EXEC sys.sp_spaceused @objname = @p1"):
+		return h.spaceUsed(ctx, a, w)
+	case strings.HasPrefix(sql, "SELECT (SELECT MIN("):
+		return h.intKeyBounds(ctx, sql, w)
+	case strings.Contains(sql, " FROM [cdc]."):
+		return h.changes(ctx, sql, a, w)
+	case strings.HasSuffix(sql, " ROWS FETCH NEXT 1 ROWS ONLY"):
+		return h.seek(ctx, req.ConnID, sql, a, w)
+	case strings.HasPrefix(sql, "SELECT "):
+		return h.readRange(ctx, req.ConnID, sql, a, w)
+	}
+	return fmt.Errorf("tdsfake: not a statement source/sqlserver sends: %q", clip(sql))
+}
+
+// mssqldocsIndexes is KeyIndexStatement's result: sys.indexes type tinyint
+// and type_desc nvarchar(60) (FACTS.md F36).
+var mssqldocsIndexes = []mssqldocs.Column{{Name: "type", Type: "tinyint"}, {Name: "type_desc", Type: "nvarchar(60)"}}
+
+// docColumns turns documented columns into result columns, every one
+// nullable (the procedures' results are).
+func docColumns(cols []mssqldocs.Column) []tdsserver.Column {
+	out := make([]tdsserver.Column, len(cols))
+	for i, c := range cols {
+		out[i] = tdsserver.Column{Name: c.Name, Type: c.Type, Nullable: true}
+	}
+	return out
+}
+
+// objectID is a table's object id: stable, positive, from its name.
+func objectID(schema, name string) int64 {
+	f := fnv.New32a()
+	f.Write([]byte(strings.ToLower(schema + "." + name)))
+	return int64(f.Sum32()&0x3fffffff) + 1
+}
+
+// instances returns the capture instances the login may read, described.
+func (h *handler) instances(ctx context.Context) ([]*source.CaptureInstance, error) {
+	var out []*source.CaptureInstance
+	for _, n := range h.db.CaptureInstanceNames() {
+		ci, err := h.db.CaptureInstance(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ci)
+	}
+	return out, nil
+}
+
+// onTable returns a capture instance of the table schema.name (any: every
+// instance of a table reads the same rows).
+func (h *handler) onTable(ctx context.Context, schema, name string) (*source.CaptureInstance, error) {
+	cis, err := h.instances(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, ci := range cis {
+		if strings.EqualFold(ci.SourceSchema, schema) && strings.EqualFold(ci.SourceTable, name) {
+			return ci, nil
+		}
+	}
+	return nil, fmt.Errorf("tdsfake: no capture instance on [%s].[%s]", schema, name)
+}
+
+func quotedList(names []string) string {
+	var q []string
+	for _, n := range names {
+		s, _ := sqlserver.QuoteName(n)
+		q = append(q, s)
+	}
+	return strings.Join(q, ", ")
+}
+
+// list answers sys.sp_cdc_help_change_data_capture (FACTS.md F01).
+func (h *handler) list(ctx context.Context, w *tdsserver.ResponseWriter) error {
+	cis, err := h.instances(ctx)
+	if err != nil {
+		return err
+	}
+	if err := w.Columns(docColumns(mssqldocs.HelpChangeDataCapture)); err != nil {
+		return err
+	}
+	for _, ci := range cis {
+		id := objectID(ci.SourceSchema, ci.SourceTable)
+		var captured []string
+		for _, c := range ci.Columns {
+			captured = append(captured, c.Name)
+		}
+		var start, index, keys any
+		if !ci.StartLSN.IsZero() {
+			start = ci.StartLSN.Bytes()
+		}
+		if len(ci.Key) > 0 {
+			index, keys = "PK_"+ci.SourceTable, quotedList(ci.Key)
+		}
+		if err := w.Row(ci.SourceSchema, ci.SourceTable, ci.Name, id+1000, id, start, nil,
+			len(ci.Key) > 0, nil, nil, index, nil, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), keys, quotedList(captured)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// captured answers sys.sp_cdc_get_captured_columns (FACTS.md F04, F05):
+// column_ordinal, as SQL Server 2017 and later name it.
+func (h *handler) captured(ctx context.Context, a args, w *tdsserver.ResponseWriter) error {
+	name, err := a.get("@p1")
+	if err != nil {
+		return err
+	}
+	s, _ := name.(string)
+	ci, err := h.db.CaptureInstance(ctx, s)
+	if err != nil {
+		return err
+	}
+	info, err := h.db.Table(ci.SourceSchema, ci.SourceTable)
+	if err != nil {
+		return err
+	}
+	if err := w.Columns(docColumns(mssqldocs.CapturedColumns)); err != nil {
+		return err
+	}
+	for ord, c := range ci.Columns {
+		id := int64(0)
+		for i, tc := range info.Columns {
+			if tc.Name == c.Name {
+				id = int64(i + 1)
+			}
+		}
+		length, prec, radix, scale, dt := mssqldocs.CapturedColumnMetadata(c)
+		typ := c.Type
+		if err := w.Row(ci.SourceSchema, ci.SourceTable, ci.Name, c.Name, id, int64(ord+1), typ, length, prec, radix, scale, dt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// columns answers the sys.columns query (FACTS.md F35) of the table whose
+// object id is @p1. A table whose capture instances hide a collation (the
+// login may not see its metadata) has no rows.
+func (h *handler) columns(a args, w *tdsserver.ResponseWriter) error {
+	id, err := a.get("@p1")
+	if err != nil {
+		return err
+	}
+	cis, err := h.instances(context.Background())
+	if err != nil {
+		return err
+	}
+	cols := docColumns([]mssqldocs.Column{{Name: "name", Type: "sysname"}, {Name: "collation_name", Type: "sysname"},
+		{Name: "is_nullable", Type: "bit"}, {Name: "is_computed", Type: "bit"}, {Name: "max_length", Type: "smallint"}, {Name: "code_page", Type: "int"}})
+	if err := w.Columns(cols); err != nil {
+		return err
+	}
+	for _, ci := range cis {
+		if objectID(ci.SourceSchema, ci.SourceTable) != id {
+			continue
+		}
+		info, err := h.db.Table(ci.SourceSchema, ci.SourceTable)
+		if err != nil {
+			return err
+		}
+		for _, c := range ci.Columns {
+			for _, tc := range info.Columns {
+				if tc.Name == c.Name && tc.Collation != c.Collation {
+					return nil // hidden: no rows
+				}
+			}
+		}
+		for _, c := range info.Columns {
+			var coll, cp any
+			if c.Collation != "" {
+				coll, cp = c.Collation, int64(codePage(c.Collation))
+			}
+			if err := w.Row(c.Name, coll, c.Nullable, c.Computed, int64(maxLength(c)), cp); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return nil
+}
+
+// maxLength is sys.columns.max_length: bytes, -1 for max and xml, two
+// bytes a character for nchar and nvarchar (FACTS.md F35).
+func maxLength(c source.Column) int {
+	switch c.Type {
+	case "char", "varchar", "binary", "varbinary":
+		return c.Length
+	case "nchar", "nvarchar":
+		if c.Length < 0 {
+			return -1
+		}
+		return 2 * c.Length
+	case "xml", "hierarchyid", "geometry", "geography":
+		return -1
+	case "text", "ntext", "image":
+		return 16
+	case "tinyint", "bit":
+		return 1
+	case "smallint":
+		return 2
+	case "int", "real", "smallmoney", "smalldatetime":
+		return 4
+	case "bigint", "money", "float", "datetime", "timestamp", "rowversion":
+		return 8
+	case "uniqueidentifier":
+		return 16
+	case "date":
+		return 3
+	case "decimal", "numeric":
+		switch {
+		case c.Precision <= 9:
+			return 5
+		case c.Precision <= 19:
+			return 9
+		case c.Precision <= 28:
+			return 13
+		}
+		return 17
+	case "time":
+		return 3 + (c.Scale+1)/3
+	case "datetime2":
+		return 6 + (c.Scale+1)/3
+	case "datetimeoffset":
+		return 8 + (c.Scale+1)/3
+	}
+	return 8
+}
+
+// codePage is COLLATIONPROPERTY(collation, 'CodePage') for the collations
+// the fake's tables use: 65001 for a _UTF8 one (FACTS.md F30), else the
+// Windows code page of its language; 0 when not known here.
+func codePage(collation string) int {
+	u := strings.ToUpper(collation)
+	if strings.HasSuffix(u, "_UTF8") {
+		return 65001
+	}
+	for _, p := range []struct {
+		prefix string
+		cp     int
+	}{
+		{"SQL_LATIN1_GENERAL_CP1254", 1254}, {"SQL_LATIN1_GENERAL_CP1253", 1253}, {"SQL_LATIN1_GENERAL_CP1251", 1251},
+		{"SQL_LATIN1_GENERAL_CP1250", 1250}, {"SQL_LATIN1_GENERAL_CP1_", 1252}, {"LATIN1_GENERAL", 1252},
+		{"GREEK", 1253}, {"TURKISH", 1254}, {"AZERI_LATIN", 1254}, {"AZERI_CYRILLIC", 1251}, {"CYRILLIC", 1251},
+		{"HEBREW", 1255}, {"ARABIC", 1256}, {"THAI", 874}, {"JAPANESE", 932}, {"CHINESE_PRC", 936},
+		{"KOREAN", 949}, {"CHINESE_TAIWAN", 950}, {"VIETNAMESE", 1258}, {"POLISH", 1250}, {"CZECH", 1250},
+		{"HUNGARIAN", 1250}, {"CROATIAN", 1250}, {"ROMANIAN", 1250}, {"SLOVAK", 1250}, {"SLOVENIAN", 1250},
+		{"ALBANIAN", 1250}, {"ESTONIAN", 1257}, {"LATVIAN", 1257}, {"LITHUANIAN", 1257},
+		{"DANISH", 1252}, {"FINNISH", 1252}, {"FRENCH", 1252}, {"GERMAN", 1252}, {"MODERN_SPANISH", 1252},
+		{"TRADITIONAL_SPANISH", 1252}, {"ICELANDIC", 1252},
+	} {
+		if strings.HasPrefix(u, p.prefix) {
+			return p.cp
+		}
+	}
+	return 0
+}
+
+// probe answers GUIDProbeStatement: the text parameter as a
+// uniqueidentifier, in SQL Server's byte layout (FACTS.md F44).
+func (h *handler) probe(a args, w *tdsserver.ResponseWriter) error {
+	v, err := a.get("@p1")
+	if err != nil {
+		return err
+	}
+	s, _ := v.(string)
+	u, err := keyrange.ParseUUID(s)
+	if err != nil {
+		return w.Error(8169, 16, 2, "Conversion failed when converting from a character string to uniqueidentifier.")
+	}
+	if err := w.Columns([]tdsserver.Column{{Name: "probe", Type: "uniqueidentifier", Nullable: true}}); err != nil {
+		return err
+	}
+	return w.Row(u.SQLServerBytes())
+}
+
+func lsnColumn(name string) []tdsserver.Column {
+	return []tdsserver.Column{{Name: name, Type: "binary(10)", Nullable: true}}
+}
+
+func (h *handler) maxLSN(ctx context.Context, w *tdsserver.ResponseWriter) error {
+	l, err := h.db.MaxLSN(ctx)
+	if err != nil {
+		return err
+	}
+	if err := w.Columns(lsnColumn("")); err != nil {
+		return err
+	}
+	if l.IsZero() {
+		return w.Row(nil)
+	}
+	return w.Row(l.Bytes())
+}
+
+// minLSN answers sys.fn_cdc_get_min_lsn: NULL until the capture job
+// reaches a new instance, 0x00… for one that does not exist or that the
+// login may not read (FACTS.md F07).
+func (h *handler) minLSN(ctx context.Context, a args, w *tdsserver.ResponseWriter) error {
+	v, err := a.get("@p1")
+	if err != nil {
+		return err
+	}
+	name, _ := v.(string)
+	l, ok, err := h.db.MinLSN(ctx, name)
+	var out any
+	var ae *source.AccessError
+	switch {
+	case errors.As(err, &ae) || errors.Is(err, source.ErrNotFound):
+		out = make([]byte, 10)
+	case err != nil:
+		return err
+	case ok:
+		out = l.Bytes()
+	}
+	if err := w.Columns(lsnColumn("")); err != nil {
+		return err
+	}
+	return w.Row(out)
+}
+
+// lsnTime answers sys.fn_cdc_map_lsn_to_time: a datetime, the fake's UTC
+// commit time standing for the server's local time (the fake's server
+// runs on UTC, FACTS.md F08).
+func (h *handler) lsnTime(ctx context.Context, a args, w *tdsserver.ResponseWriter) error {
+	v, err := a.get("@p1")
+	if err != nil {
+		return err
+	}
+	b, _ := v.([]byte)
+	l, err := lsn.FromBytes(b)
+	if err != nil {
+		return err
+	}
+	ts, err := h.db.LSNTime(ctx, l)
+	if err != nil {
+		return err
+	}
+	if err := w.Columns([]tdsserver.Column{{Name: "", Type: "datetime", Nullable: true}}); err != nil {
+		return err
+	}
+	if ts.IsZero() {
+		return w.Row(nil)
+	}
+	return w.Row(ts.UTC())
+}
+
+// spaceUsed answers sp_spaceused @objname = '[schema].[table]' (FACTS.md
+// F16): rows as char(20) text.
+func (h *handler) spaceUsed(ctx context.Context, a args, w *tdsserver.ResponseWriter) error {
+	v, err := a.get("@p1")
+	if err != nil {
+		return err
+	}
+	s, _ := v.(string)
+	schema, name, rest, err := twoPart(s)
+	if err != nil || rest != "" {
+		return fmt.Errorf("tdsfake: sp_spaceused @objname %q: want [schema].[table]", s)
+	}
+	ci, err := h.onTable(ctx, schema, name)
+	if err != nil {
+		return err
+	}
+	n, err := h.db.RowCount(ctx, ci)
+	if err != nil {
+		return err
+	}
+	if err := w.Columns(docColumns(mssqldocs.SpaceUsed)); err != nil {
+		return err
+	}
+	rows := fmt.Sprintf("%-20d", n)
+	return w.Row(name, rows, "72 KB", "8 KB", "16 KB", "48 KB")
+}
+
+// intKeyBounds answers IntKeyBoundsStatement.
+func (h *handler) intKeyBounds(ctx context.Context, sql string, w *tdsserver.ResponseWriter) error {
+	_, after, ok := strings.Cut(sql, ") FROM ")
+	if !ok {
+		return fmt.Errorf("tdsfake: MIN/MAX: no FROM")
+	}
+	schema, name, _, err := twoPart(after)
+	if err != nil {
+		return err
+	}
+	ci, err := h.onTable(ctx, schema, name)
+	if err != nil {
+		return err
+	}
+	lo, hi, ok, err := h.db.IntKeyBounds(ctx, ci)
+	if err != nil {
+		return err
+	}
+	k, _ := ci.Column(ci.Key[0])
+	if err := w.Columns([]tdsserver.Column{{Name: "min", Type: k.Declared(), Nullable: true}, {Name: "max", Type: k.Declared(), Nullable: true}}); err != nil {
+		return err
+	}
+	if !ok {
+		return w.Row(nil, nil)
+	}
+	return w.Row(lo, hi)
+}
+
+// resultColumns returns the result columns of a select list over ci's
+// columns, and each one's index in ci.Columns.
+func resultColumns(ci *source.CaptureInstance, info fake.TableInfo, sel []selected, nullable bool) ([]tdsserver.Column, []int, error) {
+	var cols []tdsserver.Column
+	var idx []int
+	for _, s := range sel {
+		j := -1
+		for i, c := range ci.Columns {
+			if c.Name == s.Name {
+				j = i
+			}
+		}
+		if j < 0 {
+			return nil, nil, fmt.Errorf("tdsfake: [%s] is not a captured column of %s", s.Name, ci.Name)
+		}
+		c := ci.Columns[j]
+		for _, tc := range info.Columns {
+			if tc.Name == c.Name {
+				c = tc // the table's collation even where the instance hides it
+			}
+		}
+		col := tdsserver.Column{Name: c.Name, Type: c.Declared(), Collation: c.Collation, Nullable: nullable || c.Nullable || c.Computed}
+		if c.Type == "timestamp" {
+			col.Type = "rowversion"
+		}
+		if s.Cast != "" {
+			col.Type, col.Collation = s.Cast, ""
+			if strings.HasPrefix(s.Cast, "nvarchar") {
+				col.Collation = c.Collation
+			}
+		}
+		cols = append(cols, col)
+		idx = append(idx, j)
+	}
+	return cols, idx, nil
+}
+
+// wireValue turns a value as the fake stores it into what the TDS writer
+// takes for its column: decimal text, uniqueidentifier in SQL Server's
+// byte layout.
+func wireValue(v any) any {
+	switch x := v.(type) {
+	case keyrange.Decimal:
+		return string(x)
+	case keyrange.UUID:
+		return x.SQLServerBytes()
+	}
+	return v
+}
+
+// pieces reads the pieces of a range read's WHERE clauses.
+func pieces(ci *source.CaptureInstance, wheres []string, a args) ([]keyrange.Piece, error) {
+	tb, err := newTable(ci)
+	if err != nil {
+		return nil, err
+	}
+	var out []keyrange.Piece
+	for _, where := range wheres {
+		p, ok, err := tb.parsePiece(where, a)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func (h *handler) isolation(conn uint64) source.Isolation {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.iso[conn]
+}
+
+// read opens the read of a select list over the pieces of wheres of the
+// table schema.name, under the connection's isolation level: the result
+// columns, each one's captured column, and the rows (nil when the pieces
+// hold none).
+func (h *handler) read(ctx context.Context, conn uint64, schema, name string, sel []selected, wheres []string, a args) ([]tdsserver.Column, []int, *fake.RowCursor, error) {
+	ci, err := h.onTable(ctx, schema, name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	info, err := h.db.Table(ci.SourceSchema, ci.SourceTable)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cols, idx, err := resultColumns(ci, info, sel, false)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ps, err := pieces(ci, wheres, a)
+	if err != nil || len(ps) == 0 {
+		return cols, idx, nil, err
+	}
+	cur, err := h.db.ScanPieces(ctx, ci, ps, source.ReadOptions{Isolation: h.isolation(conn), BatchRows: h.opts.PageRows})
+	return cols, idx, cur, err
+}
+
+// readRange answers ReadRangeStatement from fake.ScanPieces, under the
+// connection's isolation level.
+func (h *handler) readRange(ctx context.Context, conn uint64, sql string, a args, w *tdsserver.ResponseWriter) error {
+	r, err := parseRangeRead(sql)
+	if err != nil {
+		return fmt.Errorf("tdsfake: %w in %q", err, clip(sql))
+	}
+	cols, idx, cur, err := h.read(ctx, conn, r.schema, r.name, r.sel, r.where, a)
+	if err != nil {
+		return fmt.Errorf("tdsfake: %w in %q", err, clip(sql))
+	}
+	if err := w.Columns(cols); err != nil || cur == nil {
+		return err
+	}
+	vals := make([]any, len(idx))
+	for {
+		row, ok := cur.Next()
+		if !ok {
+			return cur.Err()
+		}
+		for i, j := range idx {
+			vals[i] = wireValue(row[j])
+		}
+		if err := w.Row(vals...); err != nil {
+			return err
+		}
+	}
+}
+
+// seek answers SeekKeyStatement: the key OFFSET k rows into the union of
+// the pieces, in key order.
+func (h *handler) seek(ctx context.Context, conn uint64, sql string, a args, w *tdsserver.ResponseWriter) error {
+	r, err := parseSeek(sql)
+	if err != nil {
+		return fmt.Errorf("tdsfake: %w in %q", err, clip(sql))
+	}
+	off, err := a.get(r.offset)
+	if err != nil {
+		return err
+	}
+	k, _ := off.(int64)
+	cols, idx, cur, err := h.read(ctx, conn, r.schema, r.name, r.sel, r.where, a)
+	if err != nil {
+		return fmt.Errorf("tdsfake: %w in %q", err, clip(sql))
+	}
+	if err := w.Columns(cols); err != nil || cur == nil {
+		return err
+	}
+	for n := int64(0); ; n++ {
+		row, ok := cur.Next()
+		if !ok {
+			return cur.Err()
+		}
+		if n == k {
+			vals := make([]any, len(idx))
+			for i, j := range idx {
+				vals[i] = wireValue(row[j])
+			}
+			return w.Row(vals...)
+		}
+	}
+}
+
+// changes answers ChangeTableStatement and ChangesStatement.
+func (h *handler) changes(ctx context.Context, sql string, a args, w *tdsserver.ResponseWriter) error {
+	r, err := parseChanges(sql)
+	if err != nil {
+		return fmt.Errorf("tdsfake: %w in %q", err, clip(sql))
+	}
+	fromV, err := a.get(r.from)
+	if err != nil {
+		return err
+	}
+	toV, err := a.get(r.to)
+	if err != nil {
+		return err
+	}
+	fb, _ := fromV.([]byte)
+	tb, _ := toV.([]byte)
+	from, err := lsn.FromBytes(fb)
+	if err != nil {
+		return err
+	}
+	to, err := lsn.FromBytes(tb)
+	if err != nil {
+		return err
+	}
+	object := "fn_cdc_get_all_changes_" + r.instance
+	if r.changeTable {
+		object = r.instance + "_CT"
+	}
+	ci, err := h.db.CaptureInstance(ctx, r.instance)
+	if err != nil {
+		return w.Error(208, 16, 1, fmt.Sprintf("Invalid object name 'cdc.%s'.", object))
+	}
+	if r.changeTable && h.opts.DenyChangeTables {
+		return w.Error(229, 14, 5, fmt.Sprintf("The SELECT permission was denied on the object '%s', database 'cdcsnap', schema 'cdc'.", object))
+	}
+	if !r.changeTable {
+		// The change function checks the interval (FACTS.md F09).
+		min, ok, err := h.db.MinLSN(ctx, ci.Name)
+		if err != nil {
+			return w.Error(229, 14, 5, fmt.Sprintf("The SELECT permission was denied on the object '%s', database 'cdcsnap', schema 'cdc'.", object))
+		}
+		max, err := h.db.MaxLSN(ctx)
+		if err != nil {
+			return err
+		}
+		if !ok || from.Less(min) || max.Less(to) {
+			return w.Error(313, 16, 3, fmt.Sprintf("An insufficient number of arguments were supplied for the procedure or function cdc.%s.", object))
+		}
+	}
+	rows, err := h.db.ChangeRows(ctx, ci, from, to)
+	if err != nil {
+		return err
+	}
+	if !r.changeTable {
+		// The function's statement orders by LSN, seqval and operation.
+		sort.SliceStable(rows, func(i, j int) bool {
+			x, y := rows[i], rows[j]
+			if c := x.StartLSN.Compare(y.StartLSN); c != 0 {
+				return c < 0
+			}
+			if c := x.Seqval.Compare(y.Seqval); c != 0 {
+				return c < 0
+			}
+			return x.Operation < y.Operation
+		})
+	}
+	info, err := h.db.Table(ci.SourceSchema, ci.SourceTable)
+	if err != nil {
+		return err
+	}
+	cols, idx, err := resultColumns(ci, info, r.sel, true)
+	if err != nil {
+		return err
+	}
+	lead := []tdsserver.Column{{Name: "__$start_lsn", Type: "binary(10)"}, {Name: "__$seqval", Type: "binary(10)"}, {Name: "__$operation", Type: "int"}}
+	if r.changeTable {
+		lead = append(lead, tdsserver.Column{Name: "__$command_id", Type: "int", Nullable: true})
+	}
+	all := append(append(lead, cols...), tdsserver.Column{Name: "__$commit_ts", Type: "datetime", Nullable: true})
+	if err := w.Columns(all); err != nil {
+		return err
+	}
+	var last lsn.LSN
+	for i, c := range rows {
+		vals := []any{c.StartLSN.Bytes(), c.Seqval.Bytes(), int64(c.Operation)}
+		if r.changeTable {
+			vals = append(vals, int64(c.CommandID))
+		}
+		for _, j := range idx {
+			vals = append(vals, wireValue(c.Values[j]))
+		}
+		// CASE WHEN the LSN equals the row before's THEN NULL ELSE its time.
+		var ts any
+		if i == 0 || c.StartLSN != last {
+			ts = c.CommitTS.UTC()
+		}
+		last = c.StartLSN
+		if err := w.Row(append(vals, ts)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
