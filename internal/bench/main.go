@@ -53,12 +53,18 @@ type config struct {
 	out           string
 	work          string
 	smoke         bool
+	wire          bool // -wire: the read path over TDS instead
+	packetSize    int
 	tune          tuning
 }
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "-child-mem" {
 		childMem(os.Args[2:])
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "-child-tds" {
+		childTDS(os.Args[2:])
 		return
 	}
 	var (
@@ -85,6 +91,8 @@ func main() {
 	flag.IntVar(&cfg.tune.ReadAhead, "read-ahead", 0, "snapshot.Options.ReadAhead (0: the library's default, 2; -1: none)")
 	flag.IntVar(&cfg.tune.RowGroupRows, "row-group-rows", 0, "experiment: delta.Options.RowGroupRows (and the limit's row groups)")
 	flag.IntVar(&cfg.tune.Parallelism, "parallelism", 0, "experiment: snapshot.Options.Parallelism")
+	flag.BoolVar(&cfg.wire, "wire", false, "measure the read path over TDS instead: source/sqlserver through go-mssqldb from internal/tdsserver on loopback, beside the generator")
+	flag.IntVar(&cfg.packetSize, "packet-size", 0, "with -wire: the TDS packet size the client asks for (0: go-mssqldb's default, 4096)")
 	flag.Parse()
 	if cfg.smoke {
 		rows, parts, compRows, memRows, planRows = "200000", "2", "", "", ""
@@ -124,6 +132,13 @@ func main() {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(2)
 		}
+	}
+	if cfg.wire {
+		if err := runWire(context.Background(), cfg, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	ratio, err := run(context.Background(), cfg, os.Stdout)
 	if err != nil {
@@ -516,18 +531,25 @@ func runChildMem(rows int64, partitions int, work string) (memResult, error) {
 	return r, nil
 }
 
-// childMem is the child side: args are rows, partitions, table folder.
-func childMem(args []string) {
-	if len(args) != 3 {
-		fmt.Fprintln(os.Stderr, "bench -child-mem ROWS PARTITIONS DIR")
+// childArgs parses a child's ROWS and integer second argument, exiting
+// with usage when args are not n of them.
+func childArgs(args []string, usage string, n int) (int64, int) {
+	if len(args) != n {
+		fmt.Fprintln(os.Stderr, "bench "+usage)
 		os.Exit(2)
 	}
 	rows, err1 := strconv.ParseInt(args[0], 10, 64)
-	parts, err2 := strconv.Atoi(args[1])
+	second, err2 := strconv.Atoi(args[1])
 	if err1 != nil || err2 != nil {
-		fmt.Fprintln(os.Stderr, "bench -child-mem: bad arguments", args)
+		fmt.Fprintln(os.Stderr, "bench "+usage+": bad arguments", args)
 		os.Exit(2)
 	}
+	return rows, second
+}
+
+// childMem is the child side: args are rows, partitions, table folder.
+func childMem(args []string) {
+	rows, parts := childArgs(args, "-child-mem ROWS PARTITIONS DIR", 3)
 	var t tuning
 	if err := json.Unmarshal([]byte(cmp.Or(os.Getenv(tuningEnv), "{}")), &t); err != nil {
 		fmt.Fprintln(os.Stderr, "bench -child-mem:", err)

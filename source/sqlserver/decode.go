@@ -61,29 +61,92 @@ func parseDecimalText(s string) (*big.Int, int, error) {
 	return n, len(frac), nil
 }
 
+// decimalText is the text of a decimal: go-mssqldb returns it as []byte.
+type decimalText interface{ ~string | ~[]byte }
+
+// ten is 10 as a decimal128.
+var ten = decimal128.FromU64(10)
+
 // decimalToNum converts decimal text to an Arrow decimal128 of the given
 // precision and scale, exactly: more fractional digits than scale are
 // allowed only when they are zeros, and the value must fit the precision.
-func decimalToNum(s string, prec, scale int32) (decimal128.Num, error) {
-	n, sc, err := parseDecimalText(s)
-	if err != nil {
-		return decimal128.Num{}, err
+// It accepts what parseDecimalText accepts (FuzzDecimalText holds the two
+// together) and allocates nothing: it runs once per decimal value read.
+func decimalToNum[T decimalText](s T, prec, scale int32) (decimal128.Num, error) {
+	bad := func(why string) (decimal128.Num, error) {
+		return decimal128.Num{}, fmt.Errorf("decimal text %q: %s", string(s), why)
 	}
-	switch {
-	case int32(sc) < scale:
-		n.Mul(n, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)-int64(sc)), nil))
-	case int32(sc) > scale:
-		q, r := new(big.Int).QuoRem(n, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(sc)-int64(scale)), nil), new(big.Int))
-		if r.Sign() != 0 {
-			return decimal128.Num{}, fmt.Errorf("decimal text %q has more than %d fractional digits", s, scale)
+	if len(s) == 0 || len(s) > maxDecimalText {
+		return bad(fmt.Sprintf("want 1-%d characters", maxDecimalText))
+	}
+	i, neg := 0, false
+	if s[0] == '-' || s[0] == '+' {
+		neg, i = s[0] == '-', 1
+	}
+	var n decimal128.Num
+	var small uint64 // the value while it has at most 18 digits
+	digits, frac, sigDigits := 0, -1, 0
+	var dropped bool // a non-zero digit beyond scale
+	for ; i < len(s); i++ {
+		c := s[i]
+		if c == '.' {
+			if frac >= 0 {
+				return bad("two points")
+			}
+			frac = 0
+			continue
 		}
-		n = q
+		if c < '0' || c > '9' {
+			return bad(fmt.Sprintf("%q is not a digit", c))
+		}
+		digits++
+		if frac >= 0 {
+			if int32(frac) >= scale {
+				dropped = dropped || c != '0'
+				continue
+			}
+			frac++
+		}
+		if sigDigits == 0 && c == '0' {
+			continue // leading zeros
+		}
+		sigDigits++
+		switch {
+		case sigDigits <= 18:
+			small = small*10 + uint64(c-'0')
+		case sigDigits == 19:
+			n = decimal128.FromU64(small).Mul(ten).Add(decimal128.FromU64(uint64(c - '0')))
+		case sigDigits > 38:
+			return bad(fmt.Sprintf("does not fit decimal(%d,%d)", prec, scale))
+		default:
+			n = n.Mul(ten).Add(decimal128.FromU64(uint64(c - '0')))
+		}
 	}
-	limit := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(prec)), nil)
-	if new(big.Int).Abs(n).Cmp(limit) >= 0 {
-		return decimal128.Num{}, fmt.Errorf("decimal text %q does not fit decimal(%d,%d)", s, prec, scale)
+	if digits == 0 {
+		return bad("no digits")
 	}
-	return decimal128.FromBigInt(n), nil
+	if dropped {
+		return bad(fmt.Sprintf("has more than %d fractional digits", scale))
+	}
+	if sigDigits <= 18 {
+		n = decimal128.FromU64(small)
+	}
+	if frac < 0 {
+		frac = 0
+	}
+	for k := int32(frac); k < scale; k++ {
+		if sigDigits++; sigDigits > 38 {
+			return bad(fmt.Sprintf("does not fit decimal(%d,%d)", prec, scale))
+		}
+		n = n.Mul(ten)
+	}
+	if !n.FitsInPrecision(prec) {
+		return bad(fmt.Sprintf("does not fit decimal(%d,%d)", prec, scale))
+	}
+	if neg {
+		n = n.Negate()
+	}
+	return n, nil
 }
 
 // formatTimeText renders a time(n) value as "hh:mm:ss" followed, when
@@ -326,16 +389,16 @@ func columnAppender(c source.Column, o decodeOptions) (appender, error) {
 	case arrow.DECIMAL128:
 		t := dt.(*arrow.Decimal128Type)
 		return nullable(func(b array.Builder, v any) error {
-			var s string
+			var n decimal128.Num
+			var err error
 			switch x := v.(type) {
 			case []byte:
-				s = string(x)
+				n, err = decimalToNum(x, t.Precision, t.Scale)
 			case string:
-				s = x
+				n, err = decimalToNum(x, t.Precision, t.Scale)
 			default:
 				return wrong(v)
 			}
-			n, err := decimalToNum(s, t.Precision, t.Scale)
 			if err != nil {
 				return fmt.Errorf("column %q: %w", c.Name, err)
 			}

@@ -1,6 +1,7 @@
 package sqlserver
 
 import (
+	"fmt"
 	"math/big"
 	"strings"
 	"testing"
@@ -11,26 +12,51 @@ import (
 	"github.com/cdcsnap/cdcsnap/source"
 )
 
-// FuzzDecimalText: parseDecimalText never panics, and what it accepts
-// round-trips exactly through decimal128 at its own scale.
-func FuzzDecimalText(f *testing.F) {
-	for _, s := range []string{"0", "-12.3400", "922337203685477.5807", ".5", "5.", "+1", "-0.0001", "99999999999999999999999999999999999999"} {
-		f.Add(s)
+// decimalOracle is decimalToNum by math/big, the brute-force way: the
+// unscaled value at scale, or an error where a digit would be lost or the
+// value does not fit the precision.
+func decimalOracle(s string, prec, scale int32) (*big.Int, error) {
+	n, sc, err := parseDecimalText(s)
+	if err != nil {
+		return nil, err
 	}
-	f.Fuzz(func(t *testing.T, s string) {
-		n, scale, err := parseDecimalText(s)
-		if err != nil {
-			return
+	pow := func(e int) *big.Int { return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(e)), nil) }
+	switch {
+	case int32(sc) < scale:
+		n.Mul(n, pow(int(scale)-sc))
+	case int32(sc) > scale:
+		q, r := new(big.Int).QuoRem(n, pow(sc-int(scale)), new(big.Int))
+		if r.Sign() != 0 {
+			return nil, fmt.Errorf("digits lost")
 		}
-		if scale > 38 || new(big.Int).Abs(n).Cmp(new(big.Int).Exp(big.NewInt(10), big.NewInt(38), nil)) >= 0 {
-			return
+		n = q
+	}
+	if new(big.Int).Abs(n).Cmp(pow(int(prec))) >= 0 {
+		return nil, fmt.Errorf("does not fit")
+	}
+	return n, nil
+}
+
+// FuzzDecimalText: decimalToNum, the allocation-free decoder of decimal
+// values, never panics and agrees with the math/big oracle on every text,
+// precision and scale, both on the value and on refusing.
+func FuzzDecimalText(f *testing.F) {
+	for _, s := range []string{"0", "-12.3400", "922337203685477.5807", ".5", "5.", "+1", "-0.0001", "99999999999999999999999999999999999999", "0000000000000000000001.10", "123456789012345678.9"} {
+		f.Add(s, uint8(38), uint8(4))
+	}
+	f.Fuzz(func(t *testing.T, s string, p, sc uint8) {
+		prec := int32(p%38) + 1
+		scale := int32(sc) % (prec + 1)
+		want, werr := decimalOracle(s, prec, scale)
+		got, err := decimalToNum(s, prec, scale)
+		if (err != nil) != (werr != nil) {
+			t.Fatalf("decimalToNum(%q, %d, %d): %v, the oracle %v", s, prec, scale, err, werr)
 		}
-		num, err := decimalToNum(s, 38, int32(scale))
-		if err != nil {
-			t.Fatalf("%q parsed as %v scale %d but does not convert: %v", s, n, scale, err)
+		if err == nil && got.BigInt().Cmp(want) != 0 {
+			t.Fatalf("decimalToNum(%q, %d, %d) = %v, the oracle %v", s, prec, scale, got.BigInt(), want)
 		}
-		if num.BigInt().Cmp(n) != 0 {
-			t.Fatalf("%q: decimal128 %v != %v", s, num.BigInt(), n)
+		if b, err := decimalToNum([]byte(s), prec, scale); (err == nil) != (werr == nil) || err == nil && b != got {
+			t.Fatalf("decimalToNum of %q as []byte differs from as string", s)
 		}
 	})
 }

@@ -35,8 +35,24 @@ type rowsReader struct {
 	// released); an error it returns ends the read as a failure.
 	atEnd func() error
 	wrap  func(error) error
+	cells []driverValue
 	vals  []any
 	ptrs  []any
+}
+
+// driverValue is a scan destination that keeps the driver's value as it
+// is. database/sql hands an sql.Scanner the driver's value unconverted,
+// where a *any destination would copy every []byte (decimal, binary,
+// uniqueidentifier) and box the copy: two allocations per value
+// (database/sql convertAssignRows). A []byte kept so is the driver's
+// memory, valid until the next Next, which is as long as the row decoder
+// needs it.
+type driverValue struct{ v any }
+
+// Scan implements sql.Scanner.
+func (d *driverValue) Scan(src any) error {
+	d.v = src
+	return nil
 }
 
 func newRowsReader(d *rowDecoder, rows rowSource, batch int, onClose func(), wrap func(error) error) *rowsReader {
@@ -46,10 +62,11 @@ func newRowsReader(d *rowDecoder, rows rowSource, batch int, onClose func(), wra
 	if cols, err := rows.Columns(); err == nil {
 		n = len(cols)
 	}
+	r.cells = make([]driverValue, n)
 	r.vals = make([]any, n)
 	r.ptrs = make([]any, n)
-	for i := range r.vals {
-		r.ptrs[i] = &r.vals[i]
+	for i := range r.cells {
+		r.ptrs[i] = &r.cells[i]
 	}
 	return r
 }
@@ -119,12 +136,15 @@ func (r *rowsReader) Next() bool {
 			}
 			break
 		}
-		for i := range r.vals {
-			r.vals[i] = nil
+		for i := range r.cells {
+			r.cells[i].v = nil
 		}
 		if err := r.rows.Scan(r.ptrs...); err != nil {
 			r.fail(err)
 			return false
+		}
+		for i, c := range r.cells {
+			r.vals[i] = c.v
 		}
 		if err := r.d.Append(r.vals); err != nil {
 			r.fail(err)
