@@ -2,6 +2,8 @@ package sqlserver
 
 import (
 	"encoding/hex"
+	"math/big"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -180,6 +182,68 @@ func TestDecimalExact(t *testing.T) {
 	for _, bad := range []string{"", "-", ".", "1.2.3", "1e3", " 1", "0x10", "+-1", "１"} {
 		if _, _, err := parseDecimalText(bad); err == nil {
 			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+// driverDecimalText formats the unscaled value n at scale as go-mssqldb
+// v1.11.2 returns a decimal or money value (internal/decimal ScaleBytes):
+// an optional sign, the integer digits or "0", then "." and exactly scale
+// digits when scale > 0.
+func driverDecimalText(n *big.Int, scale int) string {
+	digits := new(big.Int).Abs(n).String()
+	sign := ""
+	if n.Sign() < 0 {
+		sign = "-"
+	}
+	if scale == 0 {
+		return sign + digits
+	}
+	if len(digits) <= scale {
+		digits = strings.Repeat("0", scale-len(digits)+1) + digits
+	}
+	return sign + digits[:len(digits)-scale] + "." + digits[len(digits)-scale:]
+}
+
+// TestDecimalTextRoundTrip: every value a decimal(p,s) column can hold,
+// as the driver writes it, decodes to exactly its unscaled value; one
+// more digit than p is refused. Values are drawn at every magnitude, so
+// both the 64-bit and the 128-bit paths and the limits are reached.
+func TestDecimalTextRoundTrip(t *testing.T) {
+	seed := time.Now().UnixNano()
+	r := rand.New(rand.NewPCG(uint64(seed), 0))
+	t.Logf("seed %d", seed)
+	for i := 0; i < 20000; i++ {
+		prec := 1 + r.IntN(38)
+		scale := r.IntN(prec + 1)
+		limit := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(prec)), nil) // 10^prec
+		var n *big.Int
+		switch r.IntN(4) {
+		case 0: // the largest magnitude
+			n = new(big.Int).Sub(limit, big.NewInt(1))
+		case 1: // one digit, zero included
+			n = big.NewInt(int64(r.IntN(10)))
+		default: // random digits at a random magnitude
+			digits := make([]byte, 1+r.IntN(prec))
+			for j := range digits {
+				digits[j] = byte('0' + r.IntN(10))
+			}
+			n, _ = new(big.Int).SetString(string(digits), 10)
+		}
+		if r.IntN(2) == 0 {
+			n.Neg(n)
+		}
+		text := driverDecimalText(n, scale)
+		got, err := decimalToNum(text, int32(prec), int32(scale))
+		if err != nil || got.BigInt().Cmp(n) != 0 {
+			t.Fatalf("decimalToNum(%q, %d, %d) = %v, %v; want %v", text, prec, scale, got.BigInt(), err, n)
+		}
+		over := new(big.Int).Add(new(big.Int).Abs(n), limit)
+		if n.Sign() < 0 {
+			over.Neg(over)
+		}
+		if _, err := decimalToNum(driverDecimalText(over, scale), int32(prec), int32(scale)); err == nil {
+			t.Fatalf("decimalToNum(%q, %d, %d) accepted a value of more than %d digits", driverDecimalText(over, scale), prec, scale, prec)
 		}
 	}
 }

@@ -45,7 +45,7 @@ func FuzzDecimalText(f *testing.F) {
 		f.Add(s, uint8(38), uint8(4))
 	}
 	f.Fuzz(func(t *testing.T, s string, p, sc uint8) {
-		prec := int32(p%38) + 1
+		prec := (int32(p)+37)%38 + 1 // 38 stays 38, as the seeds mean
 		scale := int32(sc) % (prec + 1)
 		want, werr := decimalOracle(s, prec, scale)
 		got, err := decimalToNum(s, prec, scale)

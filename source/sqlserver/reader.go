@@ -45,8 +45,8 @@ type rowsReader struct {
 // where a *any destination would copy every []byte (decimal, binary,
 // uniqueidentifier) and box the copy: two allocations per value
 // (database/sql convertAssignRows). A []byte kept so is the driver's
-// memory, valid until the next Next, which is as long as the row decoder
-// needs it.
+// memory, which database/sql promises only until the next Scan: the row
+// decoder copies it into the Arrow builders before then.
 type driverValue struct{ v any }
 
 // Scan implements sql.Scanner.
