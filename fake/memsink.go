@@ -73,6 +73,7 @@ type MemSink struct {
 	records  [][]arrow.RecordBatch // per commit
 	batches  map[string]Commit     // lower-case instance + batch id -> commit
 	chunked  []*sink.Chunked       // chunked snapshots, in the order they opened
+	partials []*memPartial         // partial whole snapshots, in the order they opened
 
 	failCommit error
 	failWrite  *writeFault
@@ -253,6 +254,7 @@ func (s *MemSink) CommitSnapshot(ctx context.Context, info sink.Info, parts []si
 	}
 	seen := make([]bool, len(parts))
 	ids := make([]int64, len(parts))
+	rowsOf := make([]int64, len(parts))
 	for i, p := range parts {
 		if p.PlanID != info.PlanID {
 			return sink.Snapshot{}, fmt.Errorf("%s: part %d (partition %d) belongs to plan %q", where, i, p.Partition, p.PlanID)
@@ -268,20 +270,24 @@ func (s *MemSink) CommitSnapshot(ctx context.Context, info sink.Info, parts []si
 		if err := json.Unmarshal(p.Data, &d); err != nil {
 			return sink.Snapshot{}, fmt.Errorf("%s: partition %d: data %q is not this sink's: %w", where, p.Partition, p.Data, err)
 		}
-		pp, ok := s.pending[d.ID]
-		if !ok {
-			return sink.Snapshot{}, fmt.Errorf("%s: partition %d: the sink holds no uncommitted part %d (committed already, or written elsewhere)", where, p.Partition, d.ID)
-		}
-		if pp.planID != info.PlanID || pp.partition != p.Partition || pp.rows != p.Rows {
-			return sink.Snapshot{}, fmt.Errorf("%s: partition %d does not match what was written (plan %q, partition %d, %d rows)", where, p.Partition, pp.planID, pp.partition, pp.rows)
-		}
-		if !pp.schema.Equal(info.Schema) {
-			return sink.Snapshot{}, fmt.Errorf("%s: partition %d was written with another schema", where, p.Partition)
-		}
-		ids[p.Partition] = d.ID
+		ids[p.Partition], rowsOf[p.Partition] = d.ID, p.Rows
 	}
+	// A snapshot that landed first wins before the parts are looked up:
+	// its commit may have taken the very parts a concurrent resume holds.
 	if c, ok := s.newestSnapshotLocked(info.CaptureInstance, -1); ok && c.Snapshot.LSN != info.Replaces {
 		return c.Snapshot, fmt.Errorf("%s: snapshot at %s landed first (version %d): %w", where, c.Snapshot.LSN, c.Version, sink.ErrSnapshotExists)
+	}
+	for i, id := range ids {
+		pp, ok := s.pending[id]
+		if !ok {
+			return sink.Snapshot{}, fmt.Errorf("%s: partition %d: the sink holds no uncommitted part %d (committed already, or written elsewhere)", where, i, id)
+		}
+		if pp.planID != info.PlanID || pp.partition != i || pp.rows != rowsOf[i] {
+			return sink.Snapshot{}, fmt.Errorf("%s: partition %d does not match what was written (plan %q, partition %d, %d rows)", where, i, pp.planID, pp.partition, pp.rows)
+		}
+		if !pp.schema.Equal(info.Schema) {
+			return sink.Snapshot{}, fmt.Errorf("%s: partition %d was written with another schema", where, i)
+		}
 	}
 	if err := s.failCommit; err != nil {
 		s.failCommit = nil
@@ -475,6 +481,6 @@ func (s *MemSink) Close() error {
 			r.Release()
 		}
 	}
-	s.records, s.pending, s.commits, s.chunked = nil, nil, nil, nil
+	s.records, s.pending, s.commits, s.chunked, s.partials = nil, nil, nil, nil, nil
 	return nil
 }

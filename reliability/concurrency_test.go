@@ -32,21 +32,7 @@ func TestEightBootstrapsOneSnapshot(t *testing.T) {
 		}
 		ok := func() bool {
 			w := testworld.New(t, r, shapes()[r.IntN(len(shapes()))], r.IntN(200))
-			var open func() *delta.Table
-			if kind == "memblob" {
-				mem := memblob.OpenBucket(nil)
-				defer mem.Close()
-				open = func() *delta.Table { return delta.OpenBucket(mem, "mem://race", delta.Options{CheckpointInterval: 2}) }
-			} else {
-				dir := t.TempDir()
-				open = func() *delta.Table {
-					tb, err := delta.Open(ctx, dir, delta.Options{CheckpointInterval: 2})
-					if err != nil {
-						t.Fatal(err)
-					}
-					return tb
-				}
-			}
+			open := tableOpener(t, kind)
 			rw := &readWatch{}
 			installHook(t, w, r, 1, rw, nil)
 			const n = 8
@@ -111,6 +97,26 @@ func TestEightBootstrapsOneSnapshot(t *testing.T) {
 		}
 	}
 	ty.report(t, "concurrent bootstraps")
+}
+
+// tableOpener returns a function that opens one Delta table, as a new
+// process would, on a memblob bucket ("memblob") or a local folder ("local
+// folder"), checkpointing every 2 commits.
+func tableOpener(t *testing.T, kind string) func() *delta.Table {
+	opts := delta.Options{CheckpointInterval: 2}
+	if kind == "memblob" {
+		mem := memblob.OpenBucket(nil)
+		t.Cleanup(func() { mem.Close() })
+		return func() *delta.Table { return delta.OpenBucket(mem, "mem://race", opts) }
+	}
+	dir := t.TempDir()
+	return func() *delta.Table {
+		tb, err := delta.Open(context.Background(), dir, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tb
+	}
 }
 
 // TestBootstrapsOfTwoInstancesBothLand races bootstraps of two capture
@@ -184,4 +190,93 @@ func TestBootstrapsOfTwoInstancesBothLand(t *testing.T) {
 		tb.Close()
 		mem.Close()
 	}
+}
+
+// TestConcurrentResumesOneCommit fails a bootstrap part way, then races
+// four resumes of its partial snapshot, each through its own Table (as
+// four restarted processes would), on memblob and on a local folder:
+// exactly one commits, all return the partial snapshot's LSN, its rows are
+// the source's as of that LSN, no partial record is left, and the stream
+// from LSN + 1 converges.
+func TestConcurrentResumesOneCommit(t *testing.T) {
+	r := rand.New(rand.NewPCG(testworld.Seed(t, *seedFlag), 31))
+	ctx := context.Background()
+	ty := newTally()
+	for c := range cases(16) {
+		kind := "memblob"
+		if c%2 == 1 {
+			kind = "local folder"
+		}
+		fired := true
+		ok := func() bool {
+			w := testworld.New(t, r, shapes()[r.IntN(len(shapes()))], 50+r.IntN(150))
+			rows := len(w.Keys)
+			open := tableOpener(t, kind)
+			opts := snapshot.Options{CaptureInstance: w.CI, Partitions: 4 + r.IntN(5), Parallelism: 1 + r.IntN(2), BatchRows: 1 + r.IntN(20)}
+			w.DB.FailReadAfter(int64(r.IntN(rows)), errBoom)
+			tb0 := open()
+			_, err := snapshot.Take(ctx, w.DB, tb0, opts)
+			w.DB.ClearFaults()
+			p, perr := tb0.FindPartial(ctx, w.CI)
+			tb0.Close()
+			if err == nil {
+				fired = false // the read ended before the fault's row
+				return true
+			}
+			if perr != nil {
+				t.Errorf("case %d (%s): the failed Take returned %v and left %+v, %v; want a failure and a partial snapshot", c, kind, err, p.PlanID, perr)
+				return false
+			}
+			const n = 4
+			results := make([]snapshot.Result, n)
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					tb := open()
+					defer tb.Close()
+					results[i], errs[i] = snapshot.Take(ctx, w.DB, tb, opts)
+				})
+			}
+			wg.Wait()
+			fresh := 0
+			for i := range n {
+				if errs[i] != nil || results[i].LSN != p.LSN {
+					t.Errorf("case %d (%s): resume %d: %+v, %v; want the partial snapshot's LSN %s", c, kind, i, results[i], errs[i], p.LSN)
+					return false
+				}
+				if !results[i].Existing {
+					fresh++
+				}
+			}
+			tb := open()
+			defer tb.Close()
+			snaps := instanceSnapshots(t, ctx, tb, w.CI)
+			if fresh != 1 || len(snaps) != 1 {
+				t.Errorf("case %d (%s): %d resumes committed, %d snapshots; want 1 and 1", c, kind, fresh, len(snaps))
+				return false
+			}
+			if _, err := checkSnapshotRows(t, ctx, w, tb, snaps[0]); err != nil {
+				t.Errorf("case %d (%s): %v", c, kind, err)
+				return false
+			}
+			if left, err := tb.FindPartial(ctx, w.CI); err == nil {
+				t.Errorf("case %d (%s): partial snapshot %s left after the commit", c, kind, left.PlanID)
+				return false
+			}
+			for range r.IntN(6) {
+				w.Change(t, r)
+			}
+			if err := streamAndCompare(t, ctx, w, tb, snapshot.Result{LSN: p.LSN}, 1); err != nil {
+				t.Errorf("case %d (%s): %v", c, kind, err)
+				return false
+			}
+			return true
+		}()
+		ty.add("4 resumes of one partial snapshot, "+kind, fired, ok)
+		if t.Failed() {
+			break
+		}
+	}
+	ty.report(t, "concurrent resumes")
 }

@@ -342,6 +342,19 @@ func (ty *tally) report(t *testing.T, title string) {
 	t.Logf("%s: %d cases tried, %d survived%s", title, tried, passed, b.String())
 }
 
+// mustFire fails t for each kind tried at least 3 times whose fault never
+// fired: a crash point that no longer matches what the code does (a
+// renamed object, say) would otherwise pass silently.
+func (ty *tally) mustFire(t *testing.T, kinds ...string) {
+	ty.mu.Lock()
+	defer ty.mu.Unlock()
+	for _, k := range kinds {
+		if ty.tried[k] >= 3 && ty.fired[k] == 0 {
+			t.Errorf("crash point %q was tried %d times and its fault never fired", k, ty.tried[k])
+		}
+	}
+}
+
 func sortStrings(s []string) {
 	for i := 1; i < len(s); i++ {
 		for j := i; j > 0 && s[j] < s[j-1]; j-- {

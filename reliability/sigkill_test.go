@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -138,13 +139,17 @@ func TestSIGKILL(t *testing.T) {
 	}
 	t.Logf("a whole bootstrap in a child takes %v (process start excluded)", full)
 
-	var kills, beforeCommit, afterCommit, folders, finals int
+	var kills, beforeCommit, afterCommit, folders, finals, midRead, resumed, resumingRuns int
 	for kills < maxKills && time.Since(start) < budget {
 		folders++
 		dir, s := t.TempDir(), r.Uint64()
 		prepareKillTable(t, dir, s)
 		landed := false
+		var prev sink.Partial // the partial snapshot after the last kill
 		for k := 0; k < 6 && !landed && kills < maxKills; k++ {
+			if len(prev.Parts) > 0 {
+				resumingRuns++ // this child must resume prev (checked after the kill)
+			}
 			cmd := child(dir, s)
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
@@ -168,6 +173,24 @@ func TestSIGKILL(t *testing.T) {
 				afterCommit++
 			} else {
 				beforeCommit++
+				// A kill never loses recorded progress: the next child
+				// resumed the same plan, and its recorded partitions only
+				// grow.
+				p, ok := killPartial(t, dir, s)
+				switch {
+				case prev.PlanID != "" && (!ok || p.PlanID != prev.PlanID):
+					t.Fatalf("kill %d: the partial snapshot %s became %q: a rerun did not resume it", kills, prev.PlanID, p.PlanID)
+				case ok && len(p.Parts) < len(prev.Parts):
+					t.Fatalf("kill %d: the partial snapshot had %d partitions recorded, now %d", kills, len(prev.Parts), len(p.Parts))
+				case ok && len(p.Lost) > 0:
+					t.Fatalf("kill %d: recorded partitions %v lost their files", kills, p.Lost)
+				}
+				if ok && len(p.Parts) > 0 && len(p.Parts) < 8 {
+					midRead++
+				}
+				if ok {
+					prev = p
+				}
 			}
 			if t.Failed() {
 				return
@@ -186,14 +209,53 @@ func TestSIGKILL(t *testing.T) {
 		if landed != res.Existing {
 			t.Fatalf("final rerun returned Existing=%v, but a snapshot had landed: %v", res.Existing, landed)
 		}
+		if !landed && prev.PlanID != "" {
+			if !res.Resumed || res.LSN != prev.LSN || res.PartitionsResumed < len(prev.Parts) {
+				t.Fatalf("final rerun %+v; want the partial snapshot at %s resumed with at least its %d recorded partitions", res, prev.LSN, len(prev.Parts))
+			}
+			resumed++
+		}
+		if _, ok := killPartial(t, dir, s); ok {
+			t.Fatal("after the final rerun a partial snapshot is still recorded")
+		}
 		verifyKillTable(t, dir, s, true)
 		finals++
 	}
-	t.Logf("SIGKILL: %d kills over %d folders (%d before the commit was durable, %d after), %d final reruns, all survived, in %v",
-		kills, folders, beforeCommit, afterCommit, finals, time.Since(start).Round(time.Millisecond))
+	t.Logf("SIGKILL: %d kills over %d folders (%d before the commit was durable, %d of them with some partitions recorded; %d after); %d killed children started on a partial snapshot; %d final reruns (%d resumed one); all survived, in %v",
+		kills, folders, beforeCommit, midRead, afterCommit, resumingRuns, finals, resumed, time.Since(start).Round(time.Millisecond))
 	if kills < 10 {
 		t.Errorf("only %d kills in the time budget", kills)
 	}
+	if kills >= 30 && (midRead == 0 || resumingRuns+resumed == 0) {
+		t.Errorf("%d kills, but %d left partitions recorded and %d children started on a partial snapshot: the test did not exercise resuming", kills, midRead, resumingRuns+resumed)
+	}
+}
+
+// openKillTable opens the folder table of seed's world, as the child does.
+func openKillTable(t *testing.T, dir string, seed uint64) (*delta.Table, *testworld.World) {
+	t.Helper()
+	w := killWorld(t, seed)
+	_, topts := killOptions(w)
+	tb, err := delta.Open(context.Background(), dir, topts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb, w
+}
+
+// killPartial returns the partial snapshot the folder table records, if any.
+func killPartial(t *testing.T, dir string, seed uint64) (sink.Partial, bool) {
+	t.Helper()
+	tb, w := openKillTable(t, dir, seed)
+	defer tb.Close()
+	p, err := tb.FindPartial(context.Background(), w.CI)
+	if errors.Is(err, sink.ErrNotFound) {
+		return sink.Partial{}, false
+	}
+	if err != nil {
+		t.Fatalf("reading the partial snapshot after a kill: %v", err)
+	}
+	return p, true
 }
 
 func cmdStderr(cmd *exec.Cmd) []byte {
@@ -214,12 +276,7 @@ func cmdStdout(cmd *exec.Cmd) []byte {
 // (empty) change batch, so the snapshot's commit is version 1 and a
 // checkpoint follows it.
 func prepareKillTable(t *testing.T, dir string, seed uint64) {
-	w := killWorld(t, seed)
-	_, topts := killOptions(w)
-	tb, err := delta.Open(context.Background(), dir, topts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb, w := openKillTable(t, dir, seed)
 	defer tb.Close()
 	if _, err := tb.AppendChanges(context.Background(), "dbo_other", 1, emptyReader(t, bronze(t, w))); err != nil {
 		t.Fatal(err)
@@ -234,12 +291,7 @@ func prepareKillTable(t *testing.T, dir string, seed uint64) {
 func verifyKillTable(t *testing.T, dir string, seed uint64, complete bool) bool {
 	t.Helper()
 	ctx := context.Background()
-	w := killWorld(t, seed)
-	_, topts := killOptions(w)
-	tb, err := delta.Open(ctx, dir, topts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb, w := openKillTable(t, dir, seed)
 	defer tb.Close()
 	snaps, err := tb.Snapshots(ctx)
 	if err != nil {

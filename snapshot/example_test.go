@@ -3,6 +3,7 @@ package snapshot_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/cdcsnap/cdcsnap/fake"
@@ -142,4 +143,44 @@ func ExampleNewPlan() {
 	// partition 2 range 2 [[35], +inf): 2 rows
 	// refused: snapshot "dbo_orders": no part for partition 2
 	// committed 5 rows at LSN 0x0000002A00000F380006
+}
+
+// ExampleTake_resume shows a whole snapshot resumed after a failure: the
+// first Take loses its connection in its last partition, after three were
+// written and recorded with the sink; the rerun reads only the one left and
+// commits all four at once, at the first attempt's LSN.
+func ExampleTake_resume() {
+	ctx := context.Background()
+	db, err := exampleDB()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	dst := fake.NewMemSink() // records partial snapshots, as sink/delta does
+	defer dst.Close()
+	opts := snapshot.Options{CaptureInstance: "dbo_orders", Partitions: 4, Parallelism: 1}
+
+	reset := errors.New("connection reset")
+	db.FailReadAfter(4, reset) // in the last partition (keys 40 and 50)
+	_, err = snapshot.Take(ctx, db, dst, opts)
+	fmt.Println("first attempt failed:", errors.Is(err, reset))
+	db.ClearFaults()
+	p, err := dst.FindPartial(ctx, "dbo_orders")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("recorded: %d of 4 partitions at LSN %s\n", len(p.Parts), p.LSN)
+
+	res, err := snapshot.Take(ctx, db, dst, opts)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("resumed: %v, %d partitions (%d rows) not read again; committed %d rows at LSN %s\n",
+		res.Resumed, res.PartitionsResumed, res.RowsResumed, res.Rows, res.LSN)
+	// Output:
+	// first attempt failed: true
+	// recorded: 3 of 4 partitions at LSN 0x0000002A00000F380006
+	// resumed: true, 3 partitions (3 rows) not read again; committed 5 rows at LSN 0x0000002A00000F380006
 }

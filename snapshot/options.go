@@ -49,6 +49,22 @@ type Options struct {
 	// of the capture instance (recovery after source.ErrDataLoss).
 	Resnapshot bool
 
+	// ResumeWithin is how long after its plan was recorded a partial
+	// snapshot (one that failed or was killed before its commit) may be
+	// resumed, when the sink records partial snapshots (sink.PartialSink:
+	// sink/delta and fake.MemSink do). Zero means 6 days: under Delta's
+	// default VACUUM retention of 7 days, after which VACUUM may delete the
+	// partial snapshot's uncommitted files (a partition whose files are
+	// gone is read again, whatever its age). A negative value records
+	// nothing and resumes nothing: a rerun starts over.
+	ResumeWithin time.Duration
+
+	// DiscardPartial abandons a partial snapshot the sink holds instead of
+	// resuming it: this run drops its records and never commits its files
+	// (a process resuming it at that moment may still commit it, after the
+	// same checks). Ignored when ResumeWithin is negative.
+	DiscardPartial bool
+
 	// Logger receives progress and decisions (the partition strategy and
 	// why). Nil is silent.
 	Logger *slog.Logger
@@ -65,8 +81,14 @@ type Progress struct {
 	// EstimatedRows is the table's row count from metadata at planning, or
 	// -1 when unknown. Rows can pass it: the count is stale by nature.
 	EstimatedRows int64
-	// PartitionsDone counts partitions whose rows are all written.
+	// PartitionsDone counts partitions whose rows are all written,
+	// PartitionsResumed among them.
 	PartitionsDone int
+	// PartitionsResumed counts partitions a partial snapshot had written
+	// before this run, which it does not read again; RowsResumed are their
+	// rows (in Rows too: this run read Rows - RowsResumed).
+	PartitionsResumed int
+	RowsResumed       int64
 	// Partitions is the number of partitions planned.
 	Partitions int
 	// Elapsed is the time since the read started.
@@ -77,6 +99,10 @@ type Progress struct {
 var ErrInvalidOptions = errors.New("invalid snapshot options")
 
 const defaultPartitions = 4
+
+// defaultResumeWithin is under Delta's default VACUUM retention of 7 days
+// (https://docs.databricks.com/sql/language-manual/delta-vacuum.html).
+const defaultResumeWithin = 6 * 24 * time.Hour
 
 func (o Options) withDefaults() (Options, error) {
 	if o.CaptureInstance == "" {
@@ -93,6 +119,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Partitions == 0 {
 		o.Partitions = defaultPartitions
+	}
+	if o.ResumeWithin == 0 {
+		o.ResumeWithin = defaultResumeWithin
 	}
 	if o.Parallelism == 0 {
 		o.Parallelism = max(2, runtime.GOMAXPROCS(0))

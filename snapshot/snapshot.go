@@ -6,8 +6,21 @@
 //
 // Take does it in one process; Bootstrap also returns the first LSN the
 // stream reads. Its three steps are exported for fan-out across processes:
-// NewPlan (JSON), Execute of one partition on any worker (its sink.Part is
-// JSON), and Commit of all parts at once.
+// Prepare (its Plan is JSON), Execute of one partition on any worker (its
+// sink.Part is JSON), and Commit of all parts at once.
+//
+// A whole snapshot survives a crash without giving up its one commit: with
+// a sink that records partial snapshots (sink.PartialSink; sink/delta does,
+// beside its log where no reader sees them), the plan with its L0 is
+// recorded before any row is read and each partition's part as it
+// finishes. A rerun with the same options (Take, or a fan-out coordinator
+// calling Prepare) reads only the partitions not yet written and commits
+// every part at once. It abandons the partial snapshot instead, logging
+// why, when the capture instance was recreated or its columns changed,
+// when change data cleanup passed L0 + 1 (the stream could not start
+// there), when it is older than Options.ResumeWithin, or when asked
+// (Options.DiscardPartial); Plan.CheckUsable makes the same checks just
+// before every commit.
 //
 // Backfill takes a chunked snapshot next to a running stream instead: the
 // snapshot's LSN S is recorded first, every chunk is planned and stored with
@@ -48,8 +61,15 @@ type Result struct {
 	Existing bool
 	// Rows is the number of rows committed by this call (zero when Existing).
 	Rows int64
-	// Partitions is the number of ranges read (zero when Existing).
+	// Partitions is the number of ranges committed (zero when Existing).
 	Partitions int
+	// Resumed is true when the snapshot resumed a partial one (Take, after
+	// a failure or a crash); PartitionsResumed of its partitions, holding
+	// RowsResumed of its rows, were written by that earlier attempt and
+	// not read again.
+	Resumed           bool
+	PartitionsResumed int
+	RowsResumed       int64
 	// Version is the sink's commit version of the snapshot.
 	Version int64
 }
@@ -89,40 +109,81 @@ type Plan struct {
 	Isolation source.Isolation `json:"isolation"`
 	BatchRows int              `json:"batch_rows,omitempty"`
 	ReadAhead int              `json:"read_ahead,omitempty"`
+	// Recorded is true when the plan is recorded with the sink as a partial
+	// snapshot (Prepare): Execute then records each finished partition's
+	// part with it (sink.PartialSink), so a rerun resumes.
+	Recorded bool `json:"recorded,omitempty"`
+	// Expires, for a Recorded plan, is Options.ResumeWithin after the plan
+	// was recorded: CheckUsable refuses to commit it later, since a VACUUM
+	// may by then have removed the uncommitted files of its first
+	// partitions. Zero: never.
+	Expires time.Time `json:"expires,omitzero"`
 }
 
 // Take takes a whole snapshot of opts.CaptureInstance from src into dst,
 // following the seed rules: if dst already holds a whole snapshot of the
 // instance (and not opts.Resnapshot), it returns that snapshot's LSN and
 // reads nothing; otherwise it records L0, plans, reads the partitions in
-// parallel, and commits once. A failure before the commit commits nothing;
-// a rerun starts over.
+// parallel, and commits once. A failure before the commit commits nothing.
+//
+// When dst records partial snapshots (sink.PartialSink, as sink/delta
+// does), the plan is recorded before any row is read and every partition's
+// part as it finishes, so a rerun after a failure or a crash resumes: it
+// reads only the partitions not yet written and commits every part at once
+// (see Prepare for when a partial snapshot is abandoned instead). Just
+// before the commit Take checks that the snapshot may still be handed to a
+// stream (Plan.CheckUsable); if not, it drops the partial snapshot and
+// returns an error wrapping ErrStale, and a rerun starts a new one.
 func Take(ctx context.Context, src source.Source, dst sink.Sink, opts Options) (Result, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return Result{}, err
 	}
-	var replaces lsn.LSN
-	snap, err := dst.FindSnapshot(ctx, opts.CaptureInstance)
-	switch {
-	case err == nil && !opts.Resnapshot:
-		opts.Logger.InfoContext(ctx, "snapshot exists; reading nothing", "capture_instance", opts.CaptureInstance, "lsn", snap.LSN, "version", snap.Version)
-		return existing(snap), nil
-	case err == nil:
-		replaces = snap.LSN
-	case !errors.Is(err, sink.ErrNotFound):
-		return Result{}, fmt.Errorf("snapshot %q: looking for an earlier snapshot: %w", opts.CaptureInstance, err)
+	var (
+		prep  *Prepared
+		parts []sink.Part
+	)
+	for attempt := 0; ; attempt++ {
+		prep, err = Prepare(ctx, src, dst, opts)
+		if err != nil {
+			return Result{}, err
+		}
+		if prep.Existing != nil {
+			return *prep.Existing, nil
+		}
+		parts, err = executeAll(ctx, src, dst, prep, opts)
+		if !errors.Is(err, ErrPlanDropped) || attempt == 2 {
+			break
+		}
+		// Another process committed the plan, or a newer snapshot: return
+		// what landed. Or it abandoned the plan: prepare again.
+		if snap, ferr := dst.FindSnapshot(ctx, opts.CaptureInstance); ferr == nil && snap.LSN != prep.Plan.Replaces {
+			opts.Logger.InfoContext(ctx, "another process committed a snapshot first; returning it", "capture_instance", opts.CaptureInstance, "lsn", snap.LSN)
+			return existing(snap), nil
+		}
+		opts.Logger.InfoContext(ctx, "the partial snapshot was abandoned by another process; preparing again", "capture_instance", opts.CaptureInstance, "plan_id", prep.Plan.ID)
 	}
-	plan, err := NewPlan(ctx, src, opts)
 	if err != nil {
 		return Result{}, err
 	}
-	plan.Replaces = replaces
-	parts, err := executeAll(ctx, src, dst, plan, opts)
-	if err != nil {
+	plan := prep.Plan
+	if err := plan.CheckUsable(ctx, src); err != nil {
+		if errors.Is(err, ErrStale) {
+			opts.Logger.WarnContext(ctx, "abandoning the snapshot before its commit", "capture_instance", plan.CaptureInstance, "plan_id", plan.ID, "reason", err)
+			dropPartial(ctx, dst, plan, opts.Logger)
+		}
 		return Result{}, err
 	}
-	return Commit(ctx, dst, plan, parts, opts.Logger)
+	res, err := Commit(ctx, dst, plan, parts, opts.Logger)
+	if err != nil || res.Existing {
+		return res, err
+	}
+	res.Resumed = prep.Resumed
+	res.PartitionsResumed = len(prep.Done)
+	for _, p := range prep.Done {
+		res.RowsResumed += p.Rows
+	}
+	return res, nil
 }
 
 func existing(s sink.Snapshot) Result {
@@ -141,9 +202,9 @@ func Bootstrap(ctx context.Context, src source.Source, dst sink.Sink, opts Optio
 }
 
 // NewPlan resolves the capture instance, records L0 and its commit time,
-// and plans the partitions. It reads no row of the table. It does not look
-// for an existing snapshot: Take does, and so should a fan-out coordinator
-// (setting Plan.Replaces when it resnapshots).
+// and plans the partitions. It reads no row of the table, and it neither
+// looks for an existing snapshot nor records the plan with the sink:
+// Prepare does both, and is what a fan-out coordinator should call.
 func NewPlan(ctx context.Context, src source.Source, opts Options) (*Plan, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -361,6 +422,9 @@ func validateRanges(ranges []keyrange.Range, key []keyrange.Column) error {
 
 // Execute reads partition i of the plan from src and writes its rows to
 // dst, invisible until Commit. It can run on any process that has the plan.
+// When the plan is Recorded, it records the part with dst once written; if
+// another process recorded the partition first, it returns that part (its
+// own files are never committed).
 // progress, when non-nil, is called with the rows written so far in this
 // partition after each batch. A plan whose ranges do not tile the key space
 // is refused (ErrInvalidPlan).
@@ -374,6 +438,10 @@ func Execute(ctx context.Context, src source.Source, dst sink.Sink, plan *Plan, 
 	info, err := plan.Info()
 	if err != nil {
 		return sink.Part{}, fmt.Errorf("snapshot %q: %w", plan.CaptureInstance, err)
+	}
+	ps, records := dst.(sink.PartialSink)
+	if plan.Recorded && !records {
+		return sink.Part{}, fmt.Errorf("snapshot %q: the plan records its parts with the sink, and %T does not implement sink.PartialSink", plan.CaptureInstance, dst)
 	}
 	rr, err := readRange(ctx, src, &plan.Instance, plan.Ranges[i], source.ReadOptions{Isolation: plan.Isolation, BatchRows: plan.BatchRows}, plan.ReadAhead)
 	if err != nil {
@@ -393,6 +461,9 @@ func Execute(ctx context.Context, src source.Source, dst sink.Sink, plan *Plan, 
 	if err == nil {
 		err = stamped.Err()
 	}
+	if err == nil && plan.Recorded {
+		part, err = recordPart(ctx, ps, info, part)
+	}
 	if err != nil {
 		return sink.Part{}, fmt.Errorf("snapshot %q: partition %d (%s): %w", plan.CaptureInstance, i, plan.Ranges[i], err)
 	}
@@ -402,7 +473,8 @@ func Execute(ctx context.Context, src source.Source, dst sink.Sink, plan *Plan, 
 // Commit commits every partition's part in one sink commit. Parts must come
 // from this plan, one per partition. If a snapshot of the same capture
 // instance landed meanwhile, Commit returns that one (Existing) and the
-// parts stay invisible. logger may be nil.
+// parts stay invisible. A Recorded plan's records are dropped from the sink
+// afterwards. logger may be nil. Call Plan.CheckUsable first.
 func Commit(ctx context.Context, dst sink.Sink, plan *Plan, parts []sink.Part, logger *slog.Logger) (Result, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -420,6 +492,7 @@ func Commit(ctx context.Context, dst sink.Sink, plan *Plan, parts []sink.Part, l
 	snap, err := dst.CommitSnapshot(ctx, info, parts)
 	if errors.Is(err, sink.ErrSnapshotExists) {
 		logger.InfoContext(ctx, "another snapshot landed first; returning it", "capture_instance", plan.CaptureInstance, "lsn", snap.LSN)
+		dropPartial(ctx, dst, plan, logger)
 		return existing(snap), nil
 	}
 	if err != nil {
@@ -430,6 +503,7 @@ func Commit(ctx context.Context, dst sink.Sink, plan *Plan, parts []sink.Part, l
 		rows += p.Rows
 	}
 	logger.InfoContext(ctx, "snapshot committed", "capture_instance", plan.CaptureInstance, "lsn", plan.LSN, "rows", rows, "version", snap.Version)
+	dropPartial(ctx, dst, plan, logger)
 	return Result{LSN: plan.LSN, CommitTS: plan.CommitTS, Rows: rows, Partitions: len(plan.Ranges), Version: snap.Version}, nil
 }
 
@@ -455,22 +529,30 @@ func checkParts(plan *Plan, parts []sink.Part) error {
 	return nil
 }
 
-// executeAll runs Execute for every partition, at most opts.Parallelism at
-// once. The first error cancels the rest; every goroutine has returned when
-// it does.
-func executeAll(ctx context.Context, src source.Source, dst sink.Sink, plan *Plan, opts Options) ([]sink.Part, error) {
+// executeAll runs Execute for every partition of prep.Todo, at most
+// opts.Parallelism at once, and returns them with prep.Done in partition
+// order. The first error cancels the rest; every goroutine has returned
+// when it does.
+func executeAll(ctx context.Context, src source.Source, dst sink.Sink, prep *Prepared, opts Options) ([]sink.Part, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	plan := prep.Plan
 	n := len(plan.Ranges)
 	parts := make([]sink.Part, n)
 	errs := make([]error, n)
 	var (
 		mu      sync.Mutex
-		done    int
+		done    = len(prep.Done)
 		perPart = make([]int64, n)
 		total   int64
+		resumed int64
 		start   = time.Now()
 	)
+	for _, p := range prep.Done {
+		parts[p.Partition] = p
+		resumed += p.Rows
+	}
+	total = resumed
 	report := func(i int, rows int64, finished bool) {
 		if opts.Progress == nil && !finished {
 			return
@@ -483,32 +565,38 @@ func executeAll(ctx context.Context, src source.Source, dst sink.Sink, plan *Pla
 			done++
 		}
 		if opts.Progress != nil {
-			opts.Progress(Progress{Rows: total, EstimatedRows: plan.EstimatedRows, PartitionsDone: done, Partitions: n, Elapsed: time.Since(start)})
+			opts.Progress(Progress{Rows: total, EstimatedRows: plan.EstimatedRows, PartitionsDone: done, PartitionsResumed: len(prep.Done), RowsResumed: resumed, Partitions: n, Elapsed: time.Since(start)})
 		}
 	}
-	sem := make(chan struct{}, opts.Parallelism)
+	if opts.Progress != nil && len(prep.Done) > 0 {
+		opts.Progress(Progress{Rows: total, EstimatedRows: plan.EstimatedRows, PartitionsDone: done, PartitionsResumed: len(prep.Done), RowsResumed: resumed, Partitions: n})
+	}
+	// Workers take partitions in plan order, so a failure leaves a prefix
+	// of the plan (with one worker) recorded, and progress reads in order.
+	todo := make(chan int, len(prep.Todo))
+	for _, i := range prep.Todo {
+		todo <- i
+	}
+	close(todo)
 	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				errs[i] = ctx.Err()
-				return
+	for range min(opts.Parallelism, len(prep.Todo)) {
+		wg.Go(func() {
+			for i := range todo {
+				if err := ctx.Err(); err != nil {
+					errs[i] = err
+					return
+				}
+				part, err := Execute(ctx, src, dst, plan, i, func(rows int64) { report(i, rows, false) })
+				if err != nil {
+					errs[i] = err
+					cancel()
+					return
+				}
+				parts[i] = part
+				report(i, part.Rows, true)
+				opts.Logger.DebugContext(ctx, "partition written", "partition", i, "rows", part.Rows)
 			}
-			defer func() { <-sem }()
-			part, err := Execute(ctx, src, dst, plan, i, func(rows int64) { report(i, rows, false) })
-			if err != nil {
-				errs[i] = err
-				cancel()
-				return
-			}
-			parts[i] = part
-			report(i, part.Rows, true)
-			opts.Logger.DebugContext(ctx, "partition written", "partition", i, "rows", part.Rows)
-		}()
+		})
 	}
 	wg.Wait()
 	// Report the first real failure, not the cancellations it caused.

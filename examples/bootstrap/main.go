@@ -174,6 +174,9 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "snapshot: %d rows of %s at LSN %s (commit time %s) in %s, %s rows/s, %d partitions\n",
 			res.Rows, cfg.instance, res.LSN, commitTS, elapsed.Round(time.Millisecond),
 			groupDigits(int64(float64(res.Rows)/elapsed.Seconds())), res.Partitions)
+		if res.Resumed {
+			fmt.Fprintf(stdout, "resumed:  %d of the partitions (%d rows) were written by an earlier run and not read again\n", res.PartitionsResumed, res.RowsResumed)
+		}
 		fmt.Fprintf(stdout, "delta:    %s version %d, %d data files\n", cfg.target, res.Version, len(files))
 	}
 	fmt.Fprintf(stdout, "stream:   start after %s (first LSN to read: %s)\n", res.LSN, from)

@@ -86,6 +86,8 @@ func TestFormatProgress(t *testing.T) {
 			"4,000 rows of ~3,000 (100%)  2,000 rows/s  partitions 3/4"},
 		{snapshot.Progress{Rows: 1234567, EstimatedRows: -1, Partitions: 1, Elapsed: time.Second},
 			"1,234,567 rows  1,234,567 rows/s  partitions 0/1"},
+		{snapshot.Progress{Rows: 9000, RowsResumed: 8000, EstimatedRows: 10000, Partitions: 10, PartitionsDone: 8, PartitionsResumed: 8, Elapsed: time.Second},
+			"9,000 rows of ~10,000 ( 90%)  1,000 rows/s  partitions 8/10 (8 resumed)  ETA 1s"},
 	} {
 		if got := formatProgress(tc.p); got != tc.want {
 			t.Errorf("formatProgress(%+v) = %q, want %q", tc.p, got, tc.want)

@@ -45,13 +45,16 @@ func formatProgress(pr snapshot.Progress) string {
 	secs := pr.Elapsed.Seconds()
 	rate := 0.0
 	if secs > 0 {
-		rate = float64(pr.Rows) / secs
+		rate = float64(pr.Rows-pr.RowsResumed) / secs
 	}
 	s := fmt.Sprintf("%s rows", groupDigits(pr.Rows))
 	if pr.EstimatedRows > 0 {
 		s += fmt.Sprintf(" of ~%s (%3.0f%%)", groupDigits(pr.EstimatedRows), 100*min(1, float64(pr.Rows)/float64(pr.EstimatedRows)))
 	}
 	s += fmt.Sprintf("  %s rows/s  partitions %d/%d", groupDigits(int64(rate)), pr.PartitionsDone, pr.Partitions)
+	if pr.PartitionsResumed > 0 {
+		s += fmt.Sprintf(" (%d resumed)", pr.PartitionsResumed)
+	}
 	if pr.EstimatedRows > pr.Rows && rate > 0 && pr.PartitionsDone < pr.Partitions {
 		eta := time.Duration(float64(pr.EstimatedRows-pr.Rows) / rate * float64(time.Second))
 		s += "  ETA " + eta.Round(100*time.Millisecond).String()

@@ -110,28 +110,43 @@ func planCmd(ctx context.Context, cfg config, stdout, stderr io.Writer, logger *
 		return err
 	}
 	defer table.Close()
-	plan, existing, err := newPlan(ctx, db, table, cfg, logger)
+	prep, err := prepare(ctx, db, table, cfg, logger)
 	if err != nil {
 		return err
 	}
-	if existing != nil {
+	if existing := prep.Existing; existing != nil {
 		fmt.Fprintf(stderr, "fanout plan: %s already holds a snapshot of %s at LSN %s (version %d); nothing to plan\n", cfg.target, demoInstance, existing.LSN, existing.Version)
 		return nil
 	}
+	if prep.Resumed {
+		fmt.Fprintf(stderr, "fanout plan: resuming plan %s: partitions %v are recorded; run workers for %v\n", prep.Plan.ID, donePartitions(prep.Done), prep.Todo)
+	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(plan); err != nil {
+	if err := enc.Encode(prep.Plan); err != nil {
 		return fmt.Errorf("plan: writing JSON: %w", err)
 	}
 	return nil
 }
 
+func donePartitions(parts []sink.Part) []int {
+	out := make([]int, len(parts))
+	for i, p := range parts {
+		out[i] = p.Partition
+	}
+	return out
+}
+
 // commitCmd commits the parts in files (each one Part's JSON, as a worker
-// prints it) for the plan in planFile.
+// prints it) for the plan in planFile; with no files, the parts the
+// workers recorded with the table (snapshot.Prepare's Done, all of them).
 func commitCmd(ctx context.Context, cfg config, planFile string, files []string, stdout io.Writer, logger *slog.Logger) error {
 	plan, err := readPlan(planFile)
 	if err != nil {
 		return err
+	}
+	if len(files) == 0 {
+		return commitRecorded(ctx, cfg, plan, stdout, logger)
 	}
 	parts := make([]sink.Part, len(files))
 	for i, f := range files {
@@ -148,6 +163,40 @@ func commitCmd(ctx context.Context, cfg config, planFile string, files []string,
 		return err
 	}
 	defer table.Close()
+	return commitParts(ctx, cfg, table, plan, parts, stdout, logger)
+}
+
+// commitRecorded commits the parts recorded with the table for plan.
+func commitRecorded(ctx context.Context, cfg config, plan *snapshot.Plan, stdout io.Writer, logger *slog.Logger) error {
+	table, err := delta.Open(ctx, cfg.target, delta.Options{Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer table.Close()
+	p, err := table.FindPartial(ctx, plan.CaptureInstance)
+	if err != nil {
+		return fmt.Errorf("commit: no part files given, and the table records no partial snapshot: %w", err)
+	}
+	if p.PlanID != plan.ID {
+		return fmt.Errorf("commit: the table's partial snapshot is plan %s, not %s", p.PlanID, plan.ID)
+	}
+	return commitParts(ctx, cfg, table, plan, p.Parts, stdout, logger)
+}
+
+func commitParts(ctx context.Context, cfg config, table *delta.Table, plan *snapshot.Plan, parts []sink.Part, stdout io.Writer, logger *slog.Logger) error {
+	db, err := newDemo(cfg.source)
+	if err != nil {
+		return err
+	}
+	if err := plan.CheckUsable(ctx, db); err != nil {
+		if errors.Is(err, snapshot.ErrStale) {
+			// Never to be committed: the next "fanout plan" starts afresh.
+			if derr := table.DropPartial(ctx, plan.CaptureInstance, plan.ID); derr != nil {
+				return fmt.Errorf("%w (dropping its records: %v)", err, derr)
+			}
+		}
+		return err
+	}
 	res, err := snapshot.Commit(ctx, table, plan, parts, logger)
 	if err != nil {
 		return err

@@ -18,6 +18,13 @@
 //	./fanout worker -target /data/orders -plan plan.json -partition 0 > part-0.json
 //	./fanout worker -target /data/orders -plan plan.json -partition 1 > part-1.json   # ... one per range
 //	./fanout commit -target /data/orders -plan plan.json part-*.json
+//	./fanout commit -target /data/orders -plan plan.json     # or: the parts the workers recorded
+//
+// The plan is recorded with the table (snapshot.Prepare) and every worker
+// records its Part there as it finishes (snapshot.Execute), so a
+// coordinator restarted midway resumes: "fanout plan" prints the same plan
+// and names the partitions left, and the coordinator starts workers only
+// for those.
 //
 // A worker also takes its whole Task as JSON on stdin (fanout worker <
 // task.json), which is how the coordinator starts its subprocesses.
@@ -48,8 +55,9 @@
 // the workers:
 //
 //  1. The coordinator (a Job, a CronJob, a Temporal workflow) runs
-//     "fanout plan": FindSnapshot (a rerun stops here), then
-//     snapshot.NewPlan. It stores the plan JSON where workers can read
+//     "fanout plan": snapshot.Prepare, which finds the snapshot (a rerun
+//     stops here) or the partial one an earlier coordinator left, or
+//     plans and records a new one. It stores the plan JSON where workers can read
 //     it: a ConfigMap mounted as plan.json, or s3://bucket/fanout/<plan
 //     id>/plan.json.
 //  2. One task per partition. On Kubernetes, an Indexed Job with
@@ -63,7 +71,8 @@
 //     queue). A retried index just writes new files; the failed attempt's
 //     files are never referenced.
 //  3. When every index has succeeded, the coordinator runs "fanout commit
-//     -plan plan.json part-*.json": one snapshot.Commit. It refuses parts
+//     -plan plan.json part-*.json" (or no files: the recorded parts):
+//     Plan.CheckUsable, then one snapshot.Commit. It refuses parts
 //     of another plan and names a missing or duplicate partition; a second
 //     commit of the same plan (a retried coordinator) returns the
 //     committed snapshot and commits nothing; if the coordinator dies
@@ -144,33 +153,40 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	}
 	defer table.Close()
 
-	plan, existing, err := newPlan(ctx, db, table, cfg, logger)
+	prep, err := prepare(ctx, db, table, cfg, logger)
 	if err != nil {
 		return err
 	}
-	if existing != nil {
+	if existing := prep.Existing; existing != nil {
 		fmt.Fprintf(stdout, "exists:  %s already holds a snapshot of %s at LSN %s (version %d); nothing to do\n", cfg.target, demoInstance, existing.LSN, existing.Version)
 		return nil
 	}
+	plan := prep.Plan
 	planJSON, err := json.Marshal(plan)
 	if err != nil {
 		return fmt.Errorf("plan to JSON: %w", err)
 	}
 	fmt.Fprintf(stdout, "plan:    %s at LSN %s, %s ranges: %d partitions (plan %s, %d bytes of JSON)\n", plan.CaptureInstance, plan.LSN, plan.Strategy, len(plan.Ranges), plan.ID, len(planJSON))
+	if prep.Resumed {
+		fmt.Fprintf(stdout, "resume:  an earlier run recorded %d of the %d partitions; %d left to read\n", len(prep.Done), len(plan.Ranges), len(prep.Todo))
+	}
 
 	start := time.Now()
-	results, err := runWorkers(ctx, cfg, plan, stderr)
+	results, err := runWorkers(ctx, cfg, plan, prep.Todo, stderr)
 	if err != nil {
 		return err
 	}
-	parts := make([]sink.Part, len(results))
-	for i, r := range results {
-		parts[i] = r.part
+	parts := append([]sink.Part(nil), prep.Done...)
+	for _, r := range results {
+		parts = append(parts, r.part)
 		var retried string
 		if r.attempts > 1 {
 			retried = fmt.Sprintf(" after %d attempts (%s)", r.attempts, strings.Join(r.failures, "; "))
 		}
-		fmt.Fprintf(stdout, "worker:  partition %d %s: %d rows, %d bytes%s\n", i, plan.Ranges[i], r.part.Rows, r.part.Bytes, retried)
+		fmt.Fprintf(stdout, "worker:  partition %d %s: %d rows, %d bytes%s\n", r.part.Partition, plan.Ranges[r.part.Partition], r.part.Rows, r.part.Bytes, retried)
+	}
+	if err := plan.CheckUsable(ctx, db); err != nil {
+		return err
 	}
 	res, err := snapshot.Commit(ctx, table, plan, parts, logger)
 	if err != nil {
@@ -204,25 +220,12 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// newPlan plans a snapshot of the demo instance, or returns the snapshot
-// the table already holds (a rerun reads nothing, as Take does). A
-// resnapshot's plan records the snapshot it replaces.
-func newPlan(ctx context.Context, db source.Source, table sink.Sink, cfg config, logger *slog.Logger) (*snapshot.Plan, *sink.Snapshot, error) {
-	var replaces sink.Snapshot
-	switch snap, err := table.FindSnapshot(ctx, demoInstance); {
-	case err == nil && !cfg.resnapshot:
-		return nil, &snap, nil
-	case err == nil:
-		replaces = snap
-	case !errors.Is(err, sink.ErrNotFound):
-		return nil, nil, fmt.Errorf("looking for an earlier snapshot in %s: %w", cfg.target, err)
-	}
-	plan, err := snapshot.NewPlan(ctx, db, snapshot.Options{CaptureInstance: demoInstance, Partitions: cfg.partitions, Logger: logger})
-	if err != nil {
-		return nil, nil, err
-	}
-	plan.Replaces = replaces.LSN
-	return plan, nil, nil
+// prepare finds the snapshot the table already holds (a rerun reads
+// nothing, as Take does), or the partial snapshot an earlier coordinator
+// left (its workers' recorded parts are not read again), or records a new
+// plan with the table (snapshot.Prepare).
+func prepare(ctx context.Context, db source.Source, table sink.Sink, cfg config, logger *slog.Logger) (*snapshot.Prepared, error) {
+	return snapshot.Prepare(ctx, db, table, snapshot.Options{CaptureInstance: demoInstance, Partitions: cfg.partitions, Resnapshot: cfg.resnapshot, Logger: logger})
 }
 
 // result is one partition's outcome.
@@ -232,10 +235,10 @@ type result struct {
 	failures []string
 }
 
-// runWorkers runs one worker process per partition, cfg.parallel at once
-// (0: all), retrying each failed partition up to cfg.retries times. The
-// first partition that fails for good cancels the rest.
-func runWorkers(ctx context.Context, cfg config, plan *snapshot.Plan, stderr io.Writer) ([]result, error) {
+// runWorkers runs one worker process per partition of todo, cfg.parallel
+// at once (0: all), retrying each failed partition up to cfg.retries
+// times. The first partition that fails for good cancels the rest.
+func runWorkers(ctx context.Context, cfg config, plan *snapshot.Plan, todo []int, stderr io.Writer) ([]result, error) {
 	exe := cfg.exe
 	if exe == "" {
 		var err error
@@ -245,7 +248,10 @@ func runWorkers(ctx context.Context, cfg config, plan *snapshot.Plan, stderr io.
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	n := len(plan.Ranges)
+	n := len(todo)
+	if n == 0 {
+		return nil, nil
+	}
 	parallel := cfg.parallel
 	if parallel <= 0 || parallel > n {
 		parallel = n
@@ -257,16 +263,16 @@ func runWorkers(ctx context.Context, cfg config, plan *snapshot.Plan, stderr io.
 		wg sync.WaitGroup
 		mu sync.Mutex
 	)
-	for i := range n {
+	for k, i := range todo {
 		wg.Go(func() {
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				errs[i] = ctx.Err()
+				errs[k] = ctx.Err()
 				return
 			}
 			defer func() { <-sem }()
-			r := &results[i]
+			r := &results[k]
 			for attempt := 0; attempt <= cfg.retries; attempt++ {
 				task := Task{Plan: plan, Partition: i, Attempt: attempt, Target: cfg.target, Source: cfg.source}
 				if attempt == 0 {
@@ -282,24 +288,24 @@ func runWorkers(ctx context.Context, cfg config, plan *snapshot.Plan, stderr io.
 					return
 				}
 				if ctx.Err() != nil {
-					errs[i] = ctx.Err()
+					errs[k] = ctx.Err()
 					return
 				}
 				r.failures = append(r.failures, fmt.Sprintf("attempt %d: %v", attempt+1, err))
 				mu.Lock()
 				fmt.Fprintf(stderr, "fanout: partition %d, attempt %d failed: %v\n", i, attempt+1, err)
 				mu.Unlock()
-				errs[i] = err
+				errs[k] = err
 			}
 			cancel()
 		})
 	}
 	wg.Wait()
 	var first error
-	for i, err := range errs {
-		if err != nil && results[i].part.PlanID == "" {
+	for k, err := range errs {
+		if err != nil && results[k].part.PlanID == "" {
 			if !errors.Is(err, context.Canceled) {
-				return nil, fmt.Errorf("partition %d failed %d times: %w", i, results[i].attempts, err)
+				return nil, fmt.Errorf("partition %d failed %d times: %w", todo[k], results[k].attempts, err)
 			}
 			if first == nil {
 				first = err

@@ -153,9 +153,10 @@ func tableRows(t *testing.T, target string) int64 {
 }
 
 // TestWorkerFailureRetried: partition 1's first worker dies after writing
-// its files, partition 2's fails its read; both are retried, the commit
-// holds every row once, and the dead worker's files are orphans no reader
-// sees.
+// (and recording) its files, partition 2's fails its read; both are
+// retried, the commit holds every row once, and the files of partition 1's
+// retry, which found the first attempt's recorded part, are orphans no
+// reader sees.
 func TestWorkerFailureRetried(t *testing.T) {
 	ctx := t.Context()
 	cfg := testConfig(t, 4000, 4)
@@ -192,6 +193,46 @@ func TestWorkerFailureRetried(t *testing.T) {
 	}
 	if len(committed) != 4 {
 		t.Errorf("%d committed files, want one per partition: %v", len(committed), committed)
+	}
+}
+
+// TestCoordinatorRestartResumes: a run whose partition 2 fails for good
+// commits nothing; the coordinator run again resumes the recorded plan,
+// starts workers only for the partitions not recorded, and commits the
+// whole table once.
+func TestCoordinatorRestartResumes(t *testing.T) {
+	ctx := t.Context()
+	cfg := testConfig(t, 4000, 4)
+	cfg.retries = 0
+	cfg.parallel = 1
+	cfg.faults = map[int]Fault{2: FailRead}
+	var out, errOut bytes.Buffer
+	if err := run(ctx, cfg, &out, &errOut); err == nil {
+		t.Fatal("the first run succeeded despite partition 2's failure")
+	}
+	table, err := delta.Open(ctx, cfg.target, delta.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := table.FindPartial(ctx, demoInstance)
+	table.Close()
+	if err != nil || len(p.Parts) == 0 || len(p.Parts) == 4 {
+		t.Fatalf("after the failed run the table records %+v, %v; want some partitions, not all", p, err)
+	}
+	cfg.faults = nil
+	out.Reset()
+	if err := run(ctx, cfg, &out, &errOut); err != nil {
+		t.Fatalf("second run: %v\n%s\n%s", err, &out, &errOut)
+	}
+	want := fmt.Sprintf("resume:  an earlier run recorded %d of the 4 partitions; %d left to read", len(p.Parts), 4-len(p.Parts))
+	if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "plan "+p.PlanID) {
+		t.Fatalf("second run output lacks %q and plan %s:\n%s", want, p.PlanID, &out)
+	}
+	if n := strings.Count(out.String(), "worker:  partition"); n != 4-len(p.Parts) {
+		t.Fatalf("the second run started %d workers, want %d:\n%s", n, 4-len(p.Parts), &out)
+	}
+	if !strings.Contains(out.String(), "check:   latest image equals") || tableRows(t, cfg.target) != 4003 {
+		t.Fatalf("the resumed table is not the source:\n%s", &out)
 	}
 }
 
@@ -486,6 +527,14 @@ func TestSteps(t *testing.T) {
 	}
 	var partFiles []string
 	for _, i := range []int{2, 0, 1} {
+		if i == 1 {
+			// The orchestrator restarts: plan again resumes the same
+			// plan and says which partitions are left.
+			again, errOut, err := cmd(append([]string{"plan", "-partitions", "3"}, common...)...)
+			if err != nil || again != planJSON || !strings.Contains(errOut, "partitions [0 2] are recorded; run workers for [1]") {
+				t.Fatalf("plan after two workers = %q, %q, %v; want the same plan, resumed", again, errOut, err)
+			}
+		}
 		out, _, err := cmd(append([]string{"worker", "-plan", planFile, "-partition", fmt.Sprint(i)}, common...)...)
 		if err != nil {
 			t.Fatalf("worker %d: %v", i, err)
@@ -499,7 +548,8 @@ func TestSteps(t *testing.T) {
 	if _, _, err := cmd(append(append([]string{"commit", "-plan", planFile}, common...), partFiles[:2]...)...); err == nil || !strings.Contains(err.Error(), "no part for partition 1") {
 		t.Errorf("commit without partition 1 = %v, want an error naming it", err)
 	}
-	out, _, err := cmd(append(append([]string{"commit", "-plan", planFile}, common...), partFiles...)...)
+	// With no part files, commit takes the parts the workers recorded.
+	out, _, err := cmd(append([]string{"commit", "-plan", planFile}, common...)...)
 	if err != nil || !strings.Contains(out, "committed: 2503 rows of sales_orders at LSN "+plan.LSN.String()) {
 		t.Fatalf("commit = %q, %v", out, err)
 	}

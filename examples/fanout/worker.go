@@ -37,9 +37,11 @@ type Fault string
 
 // The faults a worker can inject.
 const (
-	// CrashAfterWrite writes the partition's data files and exits
-	// without reporting its Part, as a worker killed at that moment: the
-	// files are orphans, never committed.
+	// CrashAfterWrite writes the partition's data files, records its
+	// Part with the table (snapshot.Execute does), and exits without
+	// reporting it, as a worker killed at that moment: the retry finds
+	// the recorded Part and reports that one, and the files the retry
+	// wrote are orphans, never committed.
 	CrashAfterWrite Fault = "crash-after-write"
 	// FailRead fails the read halfway through the partition.
 	FailRead Fault = "fail-read"

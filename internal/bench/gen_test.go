@@ -289,3 +289,16 @@ func TestWithFastSnappy(t *testing.T) {
 		t.Errorf("after withFastSnappy the Snappy codec is %T, not arrow-go's own %T", c, orig)
 	}
 }
+
+// TestResumeReadsTheRest runs -resume's measurement on a small table: the
+// failed attempt records some partitions, and the resume reads exactly
+// the rows of the others.
+func TestResumeReadsTheRest(t *testing.T) {
+	r, err := resumeOnce(t.Context(), 50_000, 10, 1, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Recorded < 8 || r.Recorded >= 10 || r.ResumeRead <= 0 || r.ResumeRead > r.Rows/5 {
+		t.Fatalf("%+v: want 8 or 9 of 10 partitions recorded at a 90 %% crash with one worker, and the rest read again", r)
+	}
+}

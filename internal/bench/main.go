@@ -6,6 +6,7 @@
 //
 //	go run ./internal/bench -smoke                       # CI guard, < 60 s
 //	go run ./internal/bench -rows 1000000,10000000 -partitions 1,2,4,8
+//	go run ./internal/bench -resume -rows 10000000 -partitions 10,20
 //
 // See BENCHMARKS.md at the repository root for what each figure includes.
 package main
@@ -54,6 +55,7 @@ type config struct {
 	work          string
 	smoke         bool
 	wire          bool // -wire: the read path over TDS instead
+	resume        bool // -resume: a snapshot failed at 90 % and resumed
 	packetSize    int
 	tune          tuning
 }
@@ -92,6 +94,7 @@ func main() {
 	flag.IntVar(&cfg.tune.RowGroupRows, "row-group-rows", 0, "experiment: delta.Options.RowGroupRows (and the limit's row groups)")
 	flag.IntVar(&cfg.tune.Parallelism, "parallelism", 0, "experiment: snapshot.Options.Parallelism")
 	flag.BoolVar(&cfg.wire, "wire", false, "measure the read path over TDS instead: source/sqlserver through go-mssqldb from internal/tdsserver on loopback, beside the generator")
+	flag.BoolVar(&cfg.resume, "resume", false, "measure resuming instead: per size and partition count, a clean snapshot, one failed at 90 % of its rows, and its resume (how many rows it reads again); -parallelism sets the workers (default 2)")
 	flag.IntVar(&cfg.packetSize, "packet-size", 0, "with -wire: the TDS packet size the client asks for (0: go-mssqldb's default, 4096)")
 	flag.Parse()
 	if cfg.smoke {
@@ -132,6 +135,13 @@ func main() {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(2)
 		}
+	}
+	if cfg.resume {
+		if err := runResume(context.Background(), cfg, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if cfg.wire {
 		if err := runWire(context.Background(), cfg, os.Stdout); err != nil {

@@ -47,15 +47,15 @@ var errChunkedExists = errors.New("delta: chunked snapshot already open")
 // errChunkedComplete stops a completion's commit: the snapshot is complete.
 var errChunkedComplete = errors.New("delta: chunked snapshot already complete")
 
-// validChunkPlanID refuses a PlanID that is not a safe file name and appId
+// validPlanID refuses a PlanID that is not a safe file name and appId
 // path element: it names the plan's file.
-func validChunkPlanID(id string) error {
+func validPlanID(id string) error {
 	if id == "" || len(id) > 200 || id == "." || id == ".." {
-		return fmt.Errorf("delta: chunked snapshot plan id %q: want 1 to 200 letters, digits, '.', '_' or '-'", id)
+		return fmt.Errorf("delta: snapshot plan id %q: want 1 to 200 letters, digits, '.', '_' or '-'", id)
 	}
 	for _, c := range id {
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.') {
-			return fmt.Errorf("delta: chunked snapshot plan id %q: want 1 to 200 letters, digits, '.', '_' or '-'", id)
+			return fmt.Errorf("delta: snapshot plan id %q: want 1 to 200 letters, digits, '.', '_' or '-'", id)
 		}
 	}
 	return nil
@@ -80,7 +80,7 @@ func parseChunkedTxn(tx Txn) (sink.Chunked, bool) {
 		return sink.Chunked{}, false
 	}
 	p := strings.Split(rest, "/")
-	if len(p) != 5 || validChunkPlanID(p[4]) != nil {
+	if len(p) != 5 || validPlanID(p[4]) != nil {
 		return sink.Chunked{}, false
 	}
 	ci, err := url.PathUnescape(p[0])
@@ -214,7 +214,7 @@ func (t *Table) FindChunked(ctx context.Context, captureInstance string) (sink.C
 // stays unreferenced.
 func (t *Table) OpenChunked(ctx context.Context, info sink.Info, chunks int, plan json.RawMessage, replaces string) (sink.Chunked, error) {
 	where := fmt.Sprintf("delta: table %s: opening chunked snapshot %s of %q", t.url, info.PlanID, info.CaptureInstance)
-	if err := validChunkPlanID(info.PlanID); err != nil {
+	if err := validPlanID(info.PlanID); err != nil {
 		return sink.Chunked{}, err
 	}
 	if chunks < 1 {

@@ -553,3 +553,14 @@ func TestChunkMultiProcessRace(t *testing.T) {
 		t.Fatalf("%d rows, want %d (one wave of 10, %d change batches of 2)", tbl.NumRows(), 10+2*n, n)
 	}
 }
+
+// TestPartialConformance runs the partial-snapshot conformance suite on a
+// local table and on a mem:// one.
+func TestPartialConformance(t *testing.T) {
+	t.Run("local", func(t *testing.T) {
+		sinktest.RunPartial(t, func(t *testing.T) sink.PartialSink { return openLocal(t, t.TempDir(), Options{CheckpointInterval: 3}) })
+	})
+	t.Run("mem", func(t *testing.T) {
+		sinktest.RunPartial(t, func(t *testing.T) sink.PartialSink { return openLocal(t, "mem://", Options{CheckpointInterval: 3}) })
+	})
+}

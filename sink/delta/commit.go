@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -205,6 +206,14 @@ func (t *Table) CommitSnapshot(ctx context.Context, info sink.Info, parts []sink
 	if err != nil {
 		return sink.Snapshot{}, err
 	}
+	// A commit never references a file that is not there: a part resumed
+	// days later may have lost its files to a VACUUM.
+	if missing, err := t.missingFile(ctx, adds); err != nil || missing != "" {
+		if err == nil {
+			err = &PartsError{Partition: partitionOf(parts, missing), Reason: fmt.Sprintf("its file %s is not in the table's folder (or has another size): removed by a VACUUM of uncommitted files?", missing)}
+		}
+		return sink.Snapshot{}, err
+	}
 	snap := sink.Snapshot{CaptureInstance: info.CaptureInstance, LSN: info.LSN, CommitTS: time.UnixMicro(info.CommitTS.UnixMicro()).UTC(), Rows: rows}
 	var existing sink.Snapshot
 	um, _ := json.Marshal(sink.NewUserMetadata(info))
@@ -235,6 +244,17 @@ func (t *Table) CommitSnapshot(ctx context.Context, info sink.Info, parts []sink
 	snap.Version = v
 	t.log.Info("snapshot committed", "capture_instance", info.CaptureInstance, "version", v, "lsn", info.LSN.String(), "rows", rows)
 	return snap, nil
+}
+
+// partitionOf returns the partition of the part that adds path (-1 if none).
+func partitionOf(parts []sink.Part, path string) int {
+	for _, p := range parts {
+		var adds []AddFile
+		if json.Unmarshal(p.Data, &adds) == nil && slices.ContainsFunc(adds, func(a AddFile) bool { return a.Path == path }) {
+			return p.Partition
+		}
+	}
+	return -1
 }
 
 func validateParts(info sink.Info, parts []sink.Part) ([]AddFile, int64, error) {

@@ -74,6 +74,22 @@
 // ReadSnapshotRows never see chunked snapshots (their rows have _chunk
 // set).
 //
+// Table implements sink.PartialSink too: a whole snapshot not yet
+// committed is recorded in plain objects beside the log, which no Delta
+// reader looks at and VACUUM skips (folders starting with _):
+//
+//	_cdcsnap/partial/<planID>/plan.json              head and plan, put-if-absent
+//	_cdcsnap/partial/<planID>/part-<n>-<uuid>.json   partition n's sink.Part
+//
+// OpenPartial first checks the table's protocol and schema against the
+// snapshot's, so a snapshot the table cannot take is refused before a row
+// is read and nothing is written. FindPartial reads the newest plan.json
+// of the instance and, per partition, the first record whose data files
+// all exist (VACUUM deletes uncommitted files older than its retention, 7
+// days by default; a partition whose files are gone is Lost and read
+// again). DropPartial removes plan.json, then the part records; the data
+// files stay (committed, or left to VACUUM).
+//
 // # Reading
 //
 // The reader replays the log from the newest complete classic checkpoint

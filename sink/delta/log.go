@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -209,38 +210,54 @@ func (t *Table) list(ctx context.Context) (*listing, error) {
 	return l, nil
 }
 
-// listLog returns the names of the files in _delta_log. A local table
-// reads the directory itself: fileblob's listing fails when a file
-// vanishes while it lists (another writer's temporary file).
+// listLog returns the names of the files in _delta_log.
 func (t *Table) listLog(ctx context.Context) ([]string, error) {
+	keys, err := t.listKeys(ctx, logDir, false)
+	for i, k := range keys {
+		keys[i] = strings.TrimPrefix(k, logDir)
+	}
+	return keys, err
+}
+
+// listKeys lists one level of the table's folder: the keys starting with
+// prefix up to the next "/", files or (with dirs) folders, each folder's
+// key ending in "/". A local table reads the directory itself: fileblob's
+// listing fails when a file vanishes while it lists (another writer's
+// temporary file, a partial snapshot being dropped).
+func (t *Table) listKeys(ctx context.Context, prefix string, dirs bool) ([]string, error) {
 	if t.localRoot != "" {
-		es, err := os.ReadDir(filepath.Join(t.localRoot, "_delta_log"))
+		dir, name := path.Split(prefix)
+		es, err := os.ReadDir(filepath.Join(t.localRoot, filepath.FromSlash(dir)))
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("delta: listing %s%s: %w", t.url, logDir, err)
+			return nil, fmt.Errorf("delta: table %s: listing %s: %w", t.url, prefix, err)
 		}
-		names := make([]string, 0, len(es))
+		var out []string
 		for _, e := range es {
-			if !e.IsDir() {
-				names = append(names, e.Name())
+			if e.IsDir() == dirs && strings.HasPrefix(e.Name(), name) {
+				k := dir + e.Name()
+				if dirs {
+					k += "/"
+				}
+				out = append(out, k)
 			}
 		}
-		return names, nil
+		return out, nil
 	}
-	var names []string
-	it := t.bucket.List(&blob.ListOptions{Prefix: logDir, Delimiter: "/"})
+	it := t.bucket.List(&blob.ListOptions{Prefix: prefix, Delimiter: "/"})
+	var out []string
 	for {
 		obj, err := it.Next(ctx)
 		if err == io.EOF {
-			return names, nil
+			return out, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("delta: listing %s %s: %w", t.url, logDir, err)
+			return nil, fmt.Errorf("delta: table %s: listing %s: %w", t.url, prefix, err)
 		}
-		if !obj.IsDir {
-			names = append(names, strings.TrimPrefix(obj.Key, logDir))
+		if obj.IsDir == dirs {
+			out = append(out, obj.Key)
 		}
 	}
 }

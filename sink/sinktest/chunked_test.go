@@ -111,3 +111,81 @@ func TestChunkedSuiteCatchesBugs(t *testing.T) {
 		})
 	}
 }
+
+// TestRunPartialMemSink runs the partial-snapshot conformance suite on
+// fake.MemSink.
+func TestRunPartialMemSink(t *testing.T) {
+	sinktest.RunPartial(t, func(t *testing.T) sink.PartialSink {
+		s := fake.NewMemSink()
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
+// brokenPartialEnv names the bug TestBrokenPartialSink gives its sinks.
+const brokenPartialEnv = "SINKTEST_BROKEN_PARTIAL_SINK"
+
+// brokenPartialSink is fake.MemSink with one rule of sink.PartialSink
+// broken.
+type brokenPartialSink struct {
+	*fake.MemSink
+	bug string
+}
+
+func (s brokenPartialSink) RecordPart(ctx context.Context, info sink.Info, part sink.Part) (sink.Part, error) {
+	got, err := s.MemSink.RecordPart(ctx, info, part)
+	if s.bug == "hidesRecorded" && errors.Is(err, sink.ErrPartRecorded) {
+		return part, nil
+	}
+	return got, err
+}
+
+func (s brokenPartialSink) FindPartial(ctx context.Context, ci string) (sink.Partial, error) {
+	p, err := s.MemSink.FindPartial(ctx, ci)
+	if s.bug == "dropsParts" && len(p.Parts) > 1 {
+		p.Parts = p.Parts[1:]
+	}
+	return p, err
+}
+
+func (s brokenPartialSink) DropPartial(ctx context.Context, ci, planID string) error {
+	if s.bug == "dropIgnored" {
+		return nil
+	}
+	return s.MemSink.DropPartial(ctx, ci, planID)
+}
+
+// TestBrokenPartialSink runs RunPartial on a sink with one bug; it only
+// runs as the child process of TestPartialSuiteCatchesBugs.
+func TestBrokenPartialSink(t *testing.T) {
+	bug := os.Getenv(brokenPartialEnv)
+	if bug == "" {
+		t.Skip("runs as a child of TestPartialSuiteCatchesBugs")
+	}
+	sinktest.RunPartial(t, func(t *testing.T) sink.PartialSink {
+		s := fake.NewMemSink()
+		t.Cleanup(func() { _ = s.Close() })
+		return brokenPartialSink{s, bug}
+	})
+}
+
+// TestPartialSuiteCatchesBugs proves RunPartial checks each rule: it fails
+// on a sink that breaks it, in the subtest meant to catch it.
+func TestPartialSuiteCatchesBugs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the test binary once per bug")
+	}
+	cases := []struct{ bug, subtest string }{
+		{"hidesRecorded", "RecordFindCommit"},
+		{"hidesRecorded", "ConcurrentRecords"},
+		{"dropsParts", "RecordFindCommit"},
+		{"dropIgnored", "Drop"},
+		{"dropIgnored", "NewestWins"},
+	}
+	for _, c := range cases {
+		t.Run(c.bug+"/"+c.subtest, func(t *testing.T) {
+			t.Parallel()
+			expectSuiteFails(t, "TestBrokenPartialSink", brokenPartialEnv, c.bug, c.subtest)
+		})
+	}
+}

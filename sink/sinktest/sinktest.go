@@ -21,6 +21,10 @@
 // A sink that can read its committed rows back implements RowReader, and
 // the suite then checks the rows themselves, not only their count.
 //
+// A sink that also stores chunked snapshots (sink.ChunkSink) runs
+// RunChunked, and one that records partial whole snapshots so a rerun
+// resumes them (sink.PartialSink) runs RunPartial.
+//
 // Info, Records, EmptyBatch and LSN build the plans and bronze records the
 // suite writes, for a sink's own further tests.
 package sinktest

@@ -1,0 +1,114 @@
+package delta
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/cdcsnap/cdcsnap/sink"
+	"github.com/cdcsnap/cdcsnap/sink/sinktest"
+)
+
+// writeRecorded writes rows [from, to) as partition i of info and records
+// the part.
+func writeRecorded(t *testing.T, tb *Table, info sink.Info, i int, from, to int64) sink.Part {
+	t.Helper()
+	rr, err := sinktest.Records(memory.DefaultAllocator, info, from, to, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rr.Release()
+	part, err := tb.WritePartition(context.Background(), info, i, rr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := tb.RecordPart(context.Background(), info, part)
+	if err != nil && !errors.Is(err, sink.ErrPartRecorded) {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func partFiles(t *testing.T, p sink.Part) []AddFile {
+	t.Helper()
+	var adds []AddFile
+	if err := json.Unmarshal(p.Data, &adds); err != nil {
+		t.Fatal(err)
+	}
+	return adds
+}
+
+// TestPartialFilesVacuumed: a recorded part whose data file is gone (as
+// VACUUM removes uncommitted files past its retention) or truncated is
+// Lost; recording the partition again writes the next generation, which
+// FindPartial then returns; and CommitSnapshot refuses a part whose file
+// is gone, naming it, and commits nothing.
+func TestPartialFilesVacuumed(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	tb := openLocal(t, dir, Options{})
+	info := sinktest.Info("dbo_t", sinktest.LSN(9))
+	if err := tb.OpenPartial(ctx, info, json.RawMessage(`{"plan":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	p0 := writeRecorded(t, tb, info, 0, 0, 100)
+	p1 := writeRecorded(t, tb, info, 1, 100, 200)
+	gone := partFiles(t, p0)[0].Path
+	if err := os.Remove(filepath.Join(dir, gone)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(dir, partFiles(t, p1)[0].Path), 10); err != nil {
+		t.Fatal(err)
+	}
+	p, err := tb.FindPartial(ctx, "dbo_t")
+	if err != nil || len(p.Parts) != 0 || len(p.Lost) != 2 {
+		t.Fatalf("FindPartial after the files went: %+v, %v; want partitions 0 and 1 lost", p, err)
+	}
+	if _, err := tb.CommitSnapshot(ctx, info, []sink.Part{p0, p1}); err == nil {
+		t.Fatal("CommitSnapshot committed parts whose files are gone")
+	} else if pe := (*PartsError)(nil); !errors.As(err, &pe) || pe.Partition != 0 {
+		t.Fatalf("CommitSnapshot: %v; want a *PartsError naming partition 0", err)
+	}
+	if v, err := tb.Version(ctx); err != nil || v != -1 {
+		t.Fatalf("after the refused commit the table is at version %d (%v); want no commit", v, err)
+	}
+	again := writeRecorded(t, tb, info, 0, 0, 100)
+	if string(again.Data) == string(p0.Data) {
+		t.Fatal("recording partition 0 again returned the lost part")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "_cdcsnap/partial", info.PlanID, "part-000000.1.json")); err != nil {
+		t.Fatalf("the second record of partition 0 is not generation 1: %v", err)
+	}
+	p, err = tb.FindPartial(ctx, "dbo_t")
+	if err != nil || len(p.Parts) != 1 || string(p.Parts[0].Data) != string(again.Data) || len(p.Lost) != 1 || p.Lost[0] != 1 {
+		t.Fatalf("FindPartial: %+v, %v; want partition 0's new part and partition 1 lost", p, err)
+	}
+}
+
+// TestPartialBadRecordSkipped: a plan.json that does not decode (written
+// by hand, or by another program) does not stop FindPartial for other
+// instances.
+func TestPartialBadRecordSkipped(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	tb := openLocal(t, dir, Options{})
+	info := sinktest.Info("dbo_t", sinktest.LSN(9))
+	if err := tb.OpenPartial(ctx, info, json.RawMessage(`{"plan":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "_cdcsnap/partial/0badc0de/plan.json")
+	if err := os.MkdirAll(filepath.Dir(bad), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("{not json"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := tb.FindPartial(ctx, "dbo_t"); err != nil || p.PlanID != info.PlanID {
+		t.Fatalf("FindPartial beside a bad record: %+v, %v", p, err)
+	}
+}
