@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -328,6 +330,11 @@ func (t *Table) DropPartial(ctx context.Context, captureInstance, planID string)
 		if err := t.deleteKey(ctx, k); err != nil {
 			return err
 		}
+	}
+	if t.localRoot != "" {
+		// A folder is a real directory here, and left empty it would be
+		// listed by every FindPartial. A record written meanwhile keeps it.
+		_ = os.Remove(filepath.Join(t.localRoot, filepath.FromSlash(partialDir+planID)))
 	}
 	t.log.Info("partial snapshot dropped", "capture_instance", captureInstance, "plan_id", planID)
 	return nil

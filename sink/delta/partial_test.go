@@ -112,3 +112,23 @@ func TestPartialBadRecordSkipped(t *testing.T) {
 		t.Fatalf("FindPartial beside a bad record: %+v, %v", p, err)
 	}
 }
+
+// TestPartialDropLeavesNoFolder: dropping a local table's partial snapshot
+// removes its folder, so records do not pile up.
+func TestPartialDropLeavesNoFolder(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	tb := openLocal(t, dir, Options{})
+	info := sinktest.Info("dbo_t", sinktest.LSN(9))
+	if err := tb.OpenPartial(ctx, info, json.RawMessage(`{"plan":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	writeRecorded(t, tb, info, 0, 0, 10)
+	if err := tb.DropPartial(ctx, "dbo_t", info.PlanID); err != nil {
+		t.Fatal(err)
+	}
+	es, err := os.ReadDir(filepath.Join(dir, "_cdcsnap/partial"))
+	if err != nil || len(es) != 0 {
+		t.Fatalf("after the drop _cdcsnap/partial holds %v (%v); want nothing", es, err)
+	}
+}
