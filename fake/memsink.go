@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/big"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -74,6 +75,7 @@ type MemSink struct {
 	batches  map[string]Commit     // lower-case instance + batch id -> commit
 	chunked  []*sink.Chunked       // chunked snapshots, in the order they opened
 	partials []*memPartial         // partial whole snapshots, in the order they opened
+	now      func() time.Time      // stamps Partial.Created; nil: time.Now
 
 	failCommit error
 	failWrite  *writeFault

@@ -9,10 +9,23 @@ import (
 	"slices"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/cdcsnap/cdcsnap/sink"
 )
 
-var _ sink.PartialSink = (*MemSink)(nil)
+var (
+	_ sink.PartialSink = (*MemSink)(nil)
+	_ sink.Checker     = (*MemSink)(nil)
+)
+
+// CheckSnapshot implements sink.Checker: schema must be a bronze schema.
+func (s *MemSink) CheckSnapshot(ctx context.Context, captureInstance string, schema *arrow.Schema) error {
+	if err := checkBronze(schema); err != nil {
+		return fmt.Errorf("fake: memory sink: capture instance %q: %w", captureInstance, err)
+	}
+	return nil
+}
 
 // memPartial is a partial whole snapshot's record.
 type memPartial struct {
@@ -54,10 +67,25 @@ func (s *MemSink) OpenPartial(ctx context.Context, info sink.Info, plan json.Raw
 	}
 	s.partials = append(s.partials, &memPartial{
 		head: sink.Partial{CaptureInstance: info.CaptureInstance, LSN: info.LSN, PlanID: info.PlanID, Replaces: info.Replaces,
-			Created: time.Now().UTC(), Plan: slices.Clone(plan)},
+			Created: s.nowLocked().UTC(), Plan: slices.Clone(plan)},
 		parts: map[int]sink.Part{},
 	})
 	return nil
+}
+
+// SetClock makes now stamp the Created time of partial snapshots opened
+// from here on (nil: time.Now), so tests can age them.
+func (s *MemSink) SetClock(now func() time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.now = now
+}
+
+func (s *MemSink) nowLocked() time.Time {
+	if s.now != nil {
+		return s.now()
+	}
+	return time.Now()
 }
 
 // RecordPart implements sink.PartialSink.

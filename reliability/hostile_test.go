@@ -584,3 +584,81 @@ func TestTamperedPlanRefused(t *testing.T) {
 		t.Errorf("a plan whose ranges do not tile the key space was executed and committed: %s", strings.Join(bad, "; "))
 	}
 }
+
+// TestRefusedBeforeL0: a target whose schema or protocol cannot take the
+// capture instance is refused before the snapshot's LSN is recorded (the
+// fake's max LSN is never asked for, no key is sought, no row read), with
+// one error naming every column and every feature, and nothing written.
+func TestRefusedBeforeL0(t *testing.T) {
+	ctx := context.Background()
+	mk := func(cols ...fake.ColumnDef) *fake.DB {
+		db := fake.New(fake.Options{})
+		if err := db.CreateTable(fake.TableDef{Schema: "dbo", Name: "t", Columns: append([]fake.ColumnDef{{Name: "id", Type: "int"}}, cols...), Key: []string{"id"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.EnableCDC("dbo", "t", "dbo_t"); err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+	before := mk(fake.ColumnDef{Name: "note", Type: "nvarchar(20)", Nullable: true}, fake.ColumnDef{Name: "qty", Type: "int", Nullable: true})
+	after := mk(fake.ColumnDef{Name: "note", Type: "int", Nullable: true}, fake.ColumnDef{Name: "qty", Type: "nvarchar(5)", Nullable: true})
+	errL0 := errors.New("the max LSN was asked for")
+	take := func(db *fake.DB, tb *delta.Table, opts snapshot.Options) error {
+		db.FailNext(fake.OpMaxLSN, errL0)
+		db.ResetStats()
+		_, err := snapshot.Take(ctx, db, tb, opts)
+		if errors.Is(err, errL0) {
+			t.Fatalf("the snapshot recorded its LSN before it was refused: %v", err)
+		}
+		if _, lerr := db.MaxLSN(ctx); !errors.Is(lerr, errL0) {
+			t.Fatalf("the refused snapshot asked for the max LSN (the fault was spent): %v", lerr)
+		}
+		if st, _ := db.Stats("dbo", "t"); st.Seeks+st.RangeReads+st.RowsExamined != 0 {
+			t.Fatalf("the refused snapshot read the table: %+v", st)
+		}
+		return err
+	}
+
+	t.Run("schema", func(t *testing.T) {
+		mem := memblob.OpenBucket(nil)
+		defer mem.Close()
+		tb := delta.OpenBucket(mem, "mem://l0", delta.Options{})
+		defer tb.Close()
+		if _, err := snapshot.Take(ctx, before, tb, snapshot.Options{CaptureInstance: "dbo_t"}); err != nil {
+			t.Fatal(err)
+		}
+		refusedWithNothingWritten(t, "two columns changed type", mem, func() error {
+			return take(after, tb, snapshot.Options{CaptureInstance: "dbo_t", Resnapshot: true})
+		}, func(err error) bool {
+			var se *delta.SchemaError
+			return errors.As(err, &se) && strings.Contains(err.Error(), `column "note": the table has type string, the records integer`) &&
+				strings.Contains(err.Error(), `column "qty": the table has type integer, the records string`)
+		})
+	})
+	t.Run("protocol", func(t *testing.T) {
+		w, mem := corruptTable(t)
+		defer mem.Close()
+		if err := mem.WriteAll(ctx, commitName(2), []byte(`{"commitInfo":{"engineInfo":"newer"}}`+"\n"+
+			`{"protocol":{"minReaderVersion":1,"minWriterVersion":7,"writerFeatures":["appendOnly","rowTracking","domainMetadata","generatedColumns"]}}`+"\n"), nil); err != nil {
+			t.Fatal(err)
+		}
+		tb := delta.OpenBucket(mem, "mem://l0", delta.Options{})
+		defer tb.Close()
+		w2 := w.With(w.CI + "_v2")
+		if _, err := w.DB.EnableCDC("dbo", w.Shape.Name, w2.CI); err != nil {
+			t.Fatal(err)
+		}
+		refusedWithNothingWritten(t, "three unsupported writer features", mem, func() error {
+			w.DB.FailNext(fake.OpMaxLSN, errL0)
+			_, err := snapshot.Take(ctx, w.DB, tb, snapshot.Options{CaptureInstance: w2.CI})
+			if _, lerr := w.DB.MaxLSN(ctx); !errors.Is(lerr, errL0) {
+				t.Fatalf("the refused snapshot asked for the max LSN: %v", lerr)
+			}
+			return err
+		}, func(err error) bool {
+			var pe *delta.UnsupportedProtocolError
+			return errors.As(err, &pe) && pe.Write && pe.Feature == "rowTracking,domainMetadata,generatedColumns"
+		})
+	})
+}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/cdcsnap/cdcsnap/lsn"
 )
 
@@ -83,4 +85,15 @@ type PartialSink interface {
 	// snapshot references them; an abandoned one's are left to the
 	// target's own cleanup). Dropping an unknown plan is not an error.
 	DropPartial(ctx context.Context, captureInstance, planID string) error
+}
+
+// Checker is a Sink that can tell, reading no row and writing nothing,
+// whether it could take a snapshot in a bronze schema. Package snapshot
+// calls it before it records the snapshot's LSN, so a target that cannot
+// take the capture instance is refused before anything is read.
+type Checker interface {
+	// CheckSnapshot returns nil if snapshots of captureInstance in schema
+	// (a bronze schema) could be written and committed, else an error that
+	// names every column and table feature that would be refused.
+	CheckSnapshot(ctx context.Context, captureInstance string, schema *arrow.Schema) error
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink"
@@ -324,7 +326,7 @@ func openBackfill(ctx context.Context, src source.Source, dst sink.ChunkSink, op
 	case !errors.Is(err, sink.ErrNotFound):
 		return nil, sink.Chunked{}, res, fmt.Errorf("backfill %q: looking for a chunked snapshot: %w", opts.CaptureInstance, err)
 	}
-	plan, err := NewBackfillPlan(ctx, src, opts)
+	plan, err := newBackfillPlan(ctx, src, opts, sinkCheck(ctx, dst, opts.CaptureInstance))
 	if err != nil {
 		return nil, sink.Chunked{}, res, err
 	}
@@ -387,11 +389,17 @@ func adopt(ctx context.Context, st sink.Chunked, opts BackfillOptions) (*Backfil
 // counting them would. A key that cannot be bound safely is one chunk, the
 // reason logged.
 func NewBackfillPlan(ctx context.Context, src source.Source, opts BackfillOptions) (*BackfillPlan, error) {
+	return newBackfillPlan(ctx, src, opts, nil)
+}
+
+// newBackfillPlan is NewBackfillPlan, with check (when not nil) run on the
+// bronze schema before S is recorded.
+func newBackfillPlan(ctx context.Context, src source.Source, opts BackfillOptions, check func(*arrow.Schema) error) (*BackfillPlan, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	o, err := open(ctx, src, opts.CaptureInstance, opts.Logger)
+	o, err := open(ctx, src, opts.CaptureInstance, opts.Logger, check)
 	if err != nil {
 		return nil, fmt.Errorf("backfill %q: %w", opts.CaptureInstance, err)
 	}

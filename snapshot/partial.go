@@ -10,6 +10,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/source"
@@ -90,7 +92,7 @@ func prepare(ctx context.Context, src source.Source, dst sink.Sink, opts Options
 			return prep, err
 		}
 	}
-	plan, err := NewPlan(ctx, src, opts)
+	plan, err := newPlan(ctx, src, opts, sinkCheck(ctx, dst, opts.CaptureInstance))
 	if err != nil {
 		return nil, err
 	}
@@ -131,6 +133,15 @@ func dropReplaced(ctx context.Context, dst sink.Sink, snap sink.Snapshot, opts O
 	if err := ps.DropPartial(ctx, p.CaptureInstance, p.PlanID); err != nil {
 		opts.Logger.WarnContext(ctx, "could not drop a replaced partial snapshot's records", "capture_instance", opts.CaptureInstance, "plan_id", p.PlanID, "err", err)
 	}
+}
+
+// sinkCheck returns dst's check of a bronze schema (sink.Checker), or nil.
+func sinkCheck(ctx context.Context, dst sink.Sink, captureInstance string) func(*arrow.Schema) error {
+	c, ok := dst.(sink.Checker)
+	if !ok {
+		return nil
+	}
+	return func(schema *arrow.Schema) error { return c.CheckSnapshot(ctx, captureInstance, schema) }
 }
 
 func seq(n int) []int {

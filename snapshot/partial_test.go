@@ -232,9 +232,7 @@ func TestPartialAbandoned(t *testing.T) {
 		}, "recreated"},
 		{"older than ResumeWithin", func(t *testing.T, db *fake.DB, p sink.Partial, opts *snapshot.Options) {
 			commitOrders(t, db, 1)
-			time.Sleep(2 * time.Millisecond)
-			opts.ResumeWithin = time.Millisecond
-		}, "longer than ResumeWithin"},
+		}, "longer than ResumeWithin (144h0m0s)"},
 		{"DiscardPartial", func(t *testing.T, db *fake.DB, p sink.Partial, opts *snapshot.Options) {
 			commitOrders(t, db, 1)
 			opts.DiscardPartial = true
@@ -246,7 +244,11 @@ func TestPartialAbandoned(t *testing.T) {
 			dst := fake.NewMemSink()
 			defer dst.Close()
 			opts := snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 5, Parallelism: 1, BatchRows: 50}
+			if tc.name == "older than ResumeWithin" {
+				dst.SetClock(func() time.Time { return time.Now().Add(-7 * 24 * time.Hour) })
+			}
 			p := partialAfterFailure(t, db, dst, opts)
+			dst.SetClock(nil)
 			tc.before(t, db, p, &opts)
 			var logs bytes.Buffer
 			opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))

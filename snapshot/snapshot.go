@@ -41,6 +41,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink"
@@ -206,11 +208,17 @@ func Bootstrap(ctx context.Context, src source.Source, dst sink.Sink, opts Optio
 // looks for an existing snapshot nor records the plan with the sink:
 // Prepare does both, and is what a fan-out coordinator should call.
 func NewPlan(ctx context.Context, src source.Source, opts Options) (*Plan, error) {
+	return newPlan(ctx, src, opts, nil)
+}
+
+// newPlan is NewPlan, with check (when not nil) run on the bronze schema
+// before L0 is recorded.
+func newPlan(ctx context.Context, src source.Source, opts Options, check func(*arrow.Schema) error) (*Plan, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	o, err := open(ctx, src, opts.CaptureInstance, opts.Logger)
+	o, err := open(ctx, src, opts.CaptureInstance, opts.Logger, check)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %q: %w", opts.CaptureInstance, err)
 	}
@@ -246,8 +254,10 @@ type opening struct {
 }
 
 // open resolves the capture instance (rule 1), checks that its columns make
-// a bronze schema, and records the snapshot's LSN (rule 3) and commit time.
-func open(ctx context.Context, src source.Source, name string, logger *slog.Logger) (opening, error) {
+// a bronze schema the target can take (check, when not nil: the sink's
+// sink.Checker), and only then records the snapshot's LSN (rule 3) and
+// commit time.
+func open(ctx context.Context, src source.Source, name string, logger *slog.Logger, check func(*arrow.Schema) error) (opening, error) {
 	ci, err := src.CaptureInstance(ctx, name)
 	if err != nil {
 		return opening{}, err
@@ -256,8 +266,14 @@ func open(ctx context.Context, src source.Source, name string, logger *slog.Logg
 	if err != nil {
 		return opening{}, err
 	}
-	if _, err := sink.BronzeSchema(captured); err != nil {
+	bronze, err := sink.BronzeSchema(captured)
+	if err != nil {
 		return opening{}, err
+	}
+	if check != nil {
+		if err := check(bronze); err != nil {
+			return opening{}, fmt.Errorf("the target cannot take capture instance %q: %w", ci.Name, err)
+		}
 	}
 	at, err := startLSN(ctx, src, ci)
 	if err != nil {

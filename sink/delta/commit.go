@@ -173,6 +173,24 @@ func (t *Table) WritePartition(ctx context.Context, info sink.Info, partition in
 	return sink.Part{Partition: partition, PlanID: info.PlanID, Rows: rows, Bytes: size, Data: data}, nil
 }
 
+var _ sink.Checker = (*Table)(nil)
+
+// CheckSnapshot implements sink.Checker: the table (when it exists) must
+// be readable and writable by this package (its protocol and features,
+// unpartitioned) and its schema must take schema's columns; the error
+// names every unsupported feature (*UnsupportedProtocolError) and every
+// column that does not fit (*SchemaError), joined. It reads the log only.
+func (t *Table) CheckSnapshot(ctx context.Context, captureInstance string, schema *arrow.Schema) error {
+	if schema == nil {
+		return errors.New("delta: CheckSnapshot: no schema")
+	}
+	s, err := t.current(ctx)
+	if err != nil {
+		return err
+	}
+	return errors.Join(t.checkWrite(s), t.checkSchema(s, schema))
+}
+
 // checkSchema refuses, before anything is written, records the table
 // cannot take.
 func (t *Table) checkSchema(s *state, schema *arrow.Schema) error {

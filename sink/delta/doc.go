@@ -81,6 +81,9 @@
 //	_cdcsnap/partial/<planID>/plan.json              head and plan, put-if-absent
 //	_cdcsnap/partial/<planID>/part-<n>-<uuid>.json   partition n's sink.Part
 //
+// CheckSnapshot (sink.Checker) reads only the log: package snapshot calls
+// it before it records a snapshot's LSN, and its error names every
+// unsupported writer feature and every column that does not fit.
 // OpenPartial first checks the table's protocol and schema against the
 // snapshot's, so a snapshot the table cannot take is refused before a row
 // is read and nothing is written. FindPartial reads the newest plan.json

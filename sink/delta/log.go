@@ -561,12 +561,15 @@ func (t *Table) checkWrite(s *state) error {
 	case p.MinWriterVersion == 6:
 		return &UnsupportedProtocolError{Table: t.url, Feature: "identityColumns", Write: true}
 	default:
-		f := fmt.Sprintf("minWriterVersion=%d", p.MinWriterVersion)
+		var unsupported []string
 		for _, wf := range p.WriterFeatures {
 			if wf != "appendOnly" && wf != "invariants" {
-				f = wf
-				break
+				unsupported = append(unsupported, wf)
 			}
+		}
+		f := strings.Join(unsupported, ",")
+		if f == "" {
+			f = fmt.Sprintf("minWriterVersion=%d", p.MinWriterVersion)
 		}
 		return &UnsupportedProtocolError{Table: t.url, Feature: f, Write: true}
 	}

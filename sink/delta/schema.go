@@ -2,6 +2,7 @@ package delta
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -199,6 +200,9 @@ func evolve(table Schema, rec *arrow.Schema) (Schema, bool, error) {
 	if err != nil {
 		return Schema{}, false, err
 	}
+	// Every problem is named, not only the first: a user fixes them all
+	// at once. errors.As finds the first *SchemaError.
+	var problems []error
 	byLower := map[string]Field{}
 	for _, f := range incoming.Fields {
 		byLower[strings.ToLower(f.Name)] = f
@@ -207,17 +211,16 @@ func evolve(table Schema, rec *arrow.Schema) (Schema, bool, error) {
 	for _, tf := range table.Fields {
 		tableLower[strings.ToLower(tf.Name)] = true
 		inf, ok := byLower[strings.ToLower(tf.Name)]
-		if !ok {
-			return Schema{}, false, &SchemaError{Column: tf.Name, Reason: "the table has this column and the records do not"}
-		}
-		if inf.Name != tf.Name {
-			return Schema{}, false, &SchemaError{Column: inf.Name, Reason: fmt.Sprintf("differs in case from the table's column %q", tf.Name)}
-		}
-		if inf.TypeName() != tf.TypeName() {
-			return Schema{}, false, &SchemaError{Column: tf.Name, Reason: fmt.Sprintf("the table has type %s, the records %s", tf.TypeName(), inf.TypeName())}
+		switch {
+		case !ok:
+			problems = append(problems, &SchemaError{Column: tf.Name, Reason: "the table has this column and the records do not"})
+		case inf.Name != tf.Name:
+			problems = append(problems, &SchemaError{Column: inf.Name, Reason: fmt.Sprintf("differs in case from the table's column %q", tf.Name)})
+		case inf.TypeName() != tf.TypeName():
+			problems = append(problems, &SchemaError{Column: tf.Name, Reason: fmt.Sprintf("the table has type %s, the records %s", tf.TypeName(), inf.TypeName())})
 		}
 		if _, bad := tf.Metadata["delta.invariants"]; bad {
-			return Schema{}, false, &SchemaError{Column: tf.Name, Reason: "has a delta.invariants constraint this writer does not enforce"}
+			problems = append(problems, &SchemaError{Column: tf.Name, Reason: "has a delta.invariants constraint this writer does not enforce"})
 		}
 	}
 	out := Schema{Fields: append([]Field(nil), table.Fields...)}
@@ -227,10 +230,14 @@ func evolve(table Schema, rec *arrow.Schema) (Schema, bool, error) {
 			continue
 		}
 		if !f.Nullable {
-			return Schema{}, false, &SchemaError{Column: f.Name, Reason: "is new to the table and not nullable (only nullable columns can be added)"}
+			problems = append(problems, &SchemaError{Column: f.Name, Reason: "is new to the table and not nullable (only nullable columns can be added)"})
+			continue
 		}
 		out.Fields = append(out.Fields, f)
 		changed = true
+	}
+	if len(problems) > 0 {
+		return Schema{}, false, errors.Join(problems...)
 	}
 	return out, changed, nil
 }
