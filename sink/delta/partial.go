@@ -32,7 +32,9 @@ import (
 // removes files the log does not reference once they are older than its
 // retention (7 days by default, same page). FindPartial therefore checks
 // that every file of a recorded part exists, and reports the partitions
-// whose files are gone as Lost.
+// whose files are gone as Lost. TestDeltaRSVacuumAndPartial holds delta-rs
+// to this: its full VACUUM deletes exactly the uncommitted files and keeps
+// _cdcsnap; its lite VACUUM deletes neither.
 const partialDir = "_cdcsnap/partial/"
 
 // errBadRecord is wrapped by errors for a partial snapshot's record that

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -14,9 +15,8 @@ import (
 	"github.com/cdcsnap/cdcsnap/sink/sinktest"
 )
 
-// writeRecorded writes rows [from, to) as partition i of info and records
-// the part.
-func writeRecorded(t *testing.T, tb *Table, info sink.Info, i int, from, to int64) sink.Part {
+// writePart writes rows [from, to) as partition i of info.
+func writePart(t *testing.T, tb *Table, info sink.Info, i int, from, to int64) sink.Part {
 	t.Helper()
 	rr, err := sinktest.Records(memory.DefaultAllocator, info, from, to, 64)
 	if err != nil {
@@ -27,6 +27,14 @@ func writeRecorded(t *testing.T, tb *Table, info sink.Info, i int, from, to int6
 	if err != nil {
 		t.Fatal(err)
 	}
+	return part
+}
+
+// writeRecorded writes rows [from, to) as partition i of info and records
+// the part.
+func writeRecorded(t *testing.T, tb *Table, info sink.Info, i int, from, to int64) sink.Part {
+	t.Helper()
+	part := writePart(t, tb, info, i, from, to)
 	got, err := tb.RecordPart(context.Background(), info, part)
 	if err != nil && !errors.Is(err, sink.ErrPartRecorded) {
 		t.Fatal(err)
@@ -130,5 +138,67 @@ func TestPartialDropLeavesNoFolder(t *testing.T) {
 	es, err := os.ReadDir(filepath.Join(dir, "_cdcsnap/partial"))
 	if err != nil || len(es) != 0 {
 		t.Fatalf("after the drop _cdcsnap/partial holds %v (%v); want nothing", es, err)
+	}
+}
+
+// TestDeltaRSVacuumAndPartial runs delta-rs's VACUUM (no retention, as
+// after a week) over a table holding a committed snapshot and a partial
+// one: in full mode it deletes the partial snapshot's uncommitted data
+// files and leaves the records under _cdcsnap (a folder starting with _);
+// FindPartial then reports the partitions Lost, and a commit of the old
+// parts is refused. In lite mode it deletes nothing of either. The
+// committed snapshot is intact both times.
+func TestDeltaRSVacuumAndPartial(t *testing.T) {
+	py := pythonOrSkip(t)
+	ctx := context.Background()
+	for _, mode := range []string{"lite", "full"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			tb := openLocal(t, dir, Options{})
+			committed := sinktest.Info("dbo_a", sinktest.LSN(5))
+			a := writePart(t, tb, committed, 0, 0, 50)
+			if _, err := tb.CommitSnapshot(ctx, committed, []sink.Part{a}); err != nil {
+				t.Fatal(err)
+			}
+			info := sinktest.Info("dbo_t", sinktest.LSN(9))
+			if err := tb.OpenPartial(ctx, info, json.RawMessage(`{"plan":1}`)); err != nil {
+				t.Fatal(err)
+			}
+			p0 := writeRecorded(t, tb, info, 0, 0, 100)
+			p1 := writeRecorded(t, tb, info, 1, 100, 200)
+			var out struct {
+				Deleted []string `json:"deleted"`
+			}
+			runPython(t, py, &out, "vacuum", dir, mode)
+			uncommitted := map[string]bool{partFiles(t, p0)[0].Path: true, partFiles(t, p1)[0].Path: true}
+			for _, d := range out.Deleted {
+				if strings.Contains(d, "_cdcsnap") || strings.Contains(d, "_delta_log") {
+					t.Fatalf("delta-rs VACUUM (%s) deleted %s", mode, d)
+				}
+				if !uncommitted[filepath.Base(d)] {
+					t.Fatalf("delta-rs VACUUM (%s) deleted %s, which is not an uncommitted file of the partial snapshot", mode, d)
+				}
+			}
+			p, err := tb.FindPartial(ctx, "dbo_t")
+			if err != nil {
+				t.Fatalf("after delta-rs VACUUM (%s) the partial snapshot is gone: %v", mode, err)
+			}
+			if snap, err := tb.FindSnapshot(ctx, "dbo_a"); err != nil || snap.Rows != 50 {
+				t.Fatalf("after delta-rs VACUUM (%s) the committed snapshot is %+v, %v", mode, snap, err)
+			}
+			switch mode {
+			case "lite":
+				if len(out.Deleted) != 0 || len(p.Parts) != 2 {
+					t.Fatalf("lite VACUUM deleted %v; the partial snapshot holds %d parts, lost %v; want nothing deleted", out.Deleted, len(p.Parts), p.Lost)
+				}
+			case "full":
+				if len(out.Deleted) != 2 || len(p.Parts) != 0 || len(p.Lost) != 2 {
+					t.Fatalf("full VACUUM deleted %v; the partial snapshot holds %d parts, lost %v; want both uncommitted files deleted and both partitions lost", out.Deleted, len(p.Parts), p.Lost)
+				}
+				if _, err := tb.CommitSnapshot(ctx, info, []sink.Part{p0, p1}); err == nil {
+					t.Fatal("committed the parts whose files delta-rs VACUUM deleted")
+				}
+			}
+		})
 	}
 }

@@ -146,6 +146,15 @@ def txn(path, snapshot_app, changes_app):
     return {"snapshot": dt.transaction_version(snapshot_app), "changes": dt.transaction_version(changes_app)}
 
 
+def vacuum(path, full):
+    """VACUUM with no retention (as after 7 idle days), full or lite mode."""
+    from deltalake import DeltaTable
+
+    dt = DeltaTable(path)
+    deleted = dt.vacuum(retention_hours=0, dry_run=False, enforce_retention_duration=False, full=full == "full")
+    return {"deleted": sorted(deleted)}
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "oracle":
@@ -156,6 +165,8 @@ def main():
         out = append(args[0], int(args[1]))
     elif cmd == "txn":
         out = txn(args[0], args[1], args[2])
+    elif cmd == "vacuum":
+        out = vacuum(args[0], args[1])
     elif cmd == "duckdb":
         out = duck(args[0])
     else:
