@@ -135,7 +135,7 @@ func (in *instance) describe() *source.CaptureInstance {
 		Name:         in.name,
 		SourceSchema: in.t.schema,
 		SourceTable:  in.t.name,
-		StartLSN:     in.start,
+		StartLSN:     in.min, // cleanup raises start_lsn (FACTS.md F20)
 		Columns:      append([]source.Column(nil), in.cols...),
 		Key:          append([]string(nil), in.key...),
 	}
@@ -233,8 +233,8 @@ func (db *DB) NextLSN() lsn.LSN {
 
 // Cleanup is CDC retention cleanup (sys.sp_cdc_cleanup_change_table): it
 // purges the change rows below lowWatermark from the named capture instance,
-// or from every instance when name is empty, and raises their minimum LSN
-// to lowWatermark. A watermark at or below an instance's minimum changes
+// or from every instance when name is empty, and raises their start_lsn,
+// and so their minimum LSN, to lowWatermark (FACTS.md F07, F20). A watermark at or below an instance's minimum changes
 // nothing; one above fn_cdc_get_max_lsn is an error, as on SQL Server.
 func (db *DB) Cleanup(name string, lowWatermark lsn.LSN) error {
 	db.mu.Lock()

@@ -438,7 +438,7 @@ func TestQuietDatabase(t *testing.T) {
 	}
 }
 
-func TestCleanupRaisesMinLSNAndReportsDataLoss(t *testing.T) {
+func TestCleanupRaisesStartLSNAndReportsDataLoss(t *testing.T) {
 	db := ordersDB(t, fake.Options{})
 	ci := must[*source.CaptureInstance](t)(db.EnableCDC("dbo", "orders", ""))
 	var ls []lsn.LSN
@@ -448,6 +448,11 @@ func TestCleanupRaisesMinLSNAndReportsDataLoss(t *testing.T) {
 	check(t, db.Cleanup("DBO_Orders", ls[3]))
 	if m, ok := must2(t)(db.MinLSN(ctx, ci.Name)); !ok || m != ls[3] {
 		t.Fatalf("min LSN after cleanup = %s, want %s", m, ls[3])
+	}
+	// Cleanup sets the low water mark as the instance's start_lsn (FACTS.md
+	// F20), which is what sp_cdc_help_change_data_capture reports (F07).
+	if now := must[*source.CaptureInstance](t)(db.CaptureInstance(ctx, ci.Name)); now.StartLSN != ls[3] {
+		t.Fatalf("start_lsn after cleanup = %s, want the low water mark %s", now.StartLSN, ls[3])
 	}
 	_, err := db.ReadChanges(ctx, ci, ls[0], lsn.Max)
 	var dl *source.DataLossError

@@ -538,3 +538,32 @@ func TestExpiredPlanRefused(t *testing.T) {
 		t.Fatalf("CheckUsable of an expired plan: %v; want ErrStale saying it expired", err)
 	}
 }
+
+// TestResumeAfterCleanupBelowItsLSN: retention cleanup raises the capture
+// instance's start_lsn (FACTS.md F20); while it stays at or below the
+// partial snapshot's LSN + 1 the stream can still start there, and the
+// rerun resumes rather than starting over.
+func TestResumeAfterCleanupBelowItsLSN(t *testing.T) {
+	ctx := context.Background()
+	db := ordersDB(t, fake.Options{}, 1000)
+	dst := fake.NewMemSink()
+	defer dst.Close()
+	opts := snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 5, Parallelism: 1, BatchRows: 50}
+	commitOrders(t, db, 3) // captured changes: the snapshot's LSN is past start_lsn
+	was, err := db.CaptureInstance(ctx, "dbo_Orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := partialAfterRows(t, db, dst, opts, 1001) // ids 0..999 are partition 0, the 3 late ones the last
+	commitOrders(t, db, 3)
+	if err := db.Cleanup("dbo_Orders", p.LSN); err != nil {
+		t.Fatal(err)
+	}
+	if now, _ := db.CaptureInstance(ctx, "dbo_Orders"); now.StartLSN == was.StartLSN {
+		t.Fatalf("cleanup to %s left start_lsn at %s", p.LSN, now.StartLSN)
+	}
+	res, err := snapshot.Take(ctx, db, dst, opts)
+	if err != nil || !res.Resumed || res.LSN != p.LSN {
+		t.Fatalf("rerun after cleanup to the snapshot's LSN: %+v, %v; want the partial snapshot at %s resumed", res, err, p.LSN)
+	}
+}
