@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
+	"github.com/cdcsnap/cdcsnap/internal/decnum"
 	"sync"
 	"time"
 
@@ -438,7 +438,7 @@ func ArrowValue(col arrow.Array, i int) (any, error) {
 		return append([]byte{}, a.Value(i)...), nil
 	case *array.Decimal128:
 		scale := a.DataType().(*arrow.Decimal128Type).Scale
-		return keyrange.Decimal(decimalString(a.Value(i).BigInt(), int(scale))), nil
+		return keyrange.Decimal(decnum.FormatScaled(a.Value(i).BigInt(), int(scale))), nil
 	case *array.Timestamp:
 		unit := a.DataType().(*arrow.TimestampType).Unit
 		return a.Value(i).ToTime(unit).UTC(), nil
@@ -446,22 +446,6 @@ func ArrowValue(col arrow.Array, i int) (any, error) {
 		return a.Value(i).ToTime().UTC(), nil
 	}
 	return nil, fmt.Errorf("no Go value for Arrow type %s", col.DataType())
-}
-
-// decimalString renders an unscaled integer at scale ("-12.3400").
-func decimalString(n *big.Int, scale int) string {
-	neg := n.Sign() < 0
-	digits := new(big.Int).Abs(n).String()
-	if scale > 0 {
-		for len(digits) <= scale {
-			digits = "0" + digits
-		}
-		digits = digits[:len(digits)-scale] + "." + digits[len(digits)-scale:]
-	}
-	if neg {
-		digits = "-" + digits
-	}
-	return digits
 }
 
 // Close releases every record, committed or pending. Later calls of the

@@ -3,9 +3,8 @@ package reconcile
 import (
 	"encoding/hex"
 	"fmt"
-	"math/big"
+	"github.com/cdcsnap/cdcsnap/internal/decnum"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -55,7 +54,7 @@ func canonical(a arrow.Array, r int) (string, error) {
 	case *array.LargeBinary:
 		s = hex.EncodeToString(c.Value(r))
 	case *array.Decimal128:
-		s = decimalText(c.Value(r).BigInt(), int(c.DataType().(*arrow.Decimal128Type).Scale))
+		s = decnum.FormatScaled(c.Value(r).BigInt(), int(c.DataType().(*arrow.Decimal128Type).Scale))
 	case *array.Timestamp:
 		s = c.Value(r).ToTime(c.DataType().(*arrow.TimestampType).Unit).UTC().Format(time.RFC3339Nano)
 	case *array.Date32:
@@ -66,22 +65,6 @@ func canonical(a arrow.Array, r int) (string, error) {
 		return "", fmt.Errorf("no canonical form for Arrow type %s", a.DataType())
 	}
 	return "v" + s, nil
-}
-
-// decimalText renders an unscaled integer at scale ("-12.3400").
-func decimalText(n *big.Int, scale int) string {
-	neg := n.Sign() < 0
-	digits := new(big.Int).Abs(n).String()
-	if scale > 0 {
-		if len(digits) <= scale {
-			digits = strings.Repeat("0", scale-len(digits)+1) + digits
-		}
-		digits = digits[:len(digits)-scale] + "." + digits[len(digits)-scale:]
-	}
-	if neg {
-		digits = "-" + digits
-	}
-	return digits
 }
 
 // keyValue converts value r of a key column's Arrow array to the Go value
@@ -113,7 +96,7 @@ func keyValue(c keyrange.Column, a arrow.Array, r int) (any, error) {
 		}
 	case keyrange.KindDecimal:
 		if v, ok := a.(*array.Decimal128); ok {
-			return keyrange.Decimal(decimalText(v.Value(r).BigInt(), int(v.DataType().(*arrow.Decimal128Type).Scale))), nil
+			return keyrange.Decimal(decnum.FormatScaled(v.Value(r).BigInt(), int(v.DataType().(*arrow.Decimal128Type).Scale))), nil
 		}
 	case keyrange.KindFloat:
 		switch v := a.(type) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -441,7 +442,7 @@ func TestPrepareForFanOut(t *testing.T) {
 		}
 	}
 	again, err := snapshot.Prepare(ctx, db, dst, opts)
-	if err != nil || !again.Resumed || again.Plan.ID != prep.Plan.ID || len(again.Done) != 2 || !equalInts(again.Todo, []int{0, 2, 3, 5}) {
+	if err != nil || !again.Resumed || again.Plan.ID != prep.Plan.ID || len(again.Done) != 2 || !slices.Equal(again.Todo, []int{0, 2, 3, 5}) {
 		t.Fatalf("Prepare after the restart: %+v, %v; want plan %s with 1 and 4 done", again, err, prep.Plan.ID)
 	}
 	parts := append([]sink.Part(nil), again.Done...)
@@ -458,10 +459,7 @@ func TestPrepareForFanOut(t *testing.T) {
 	if err != nil || string(dup.Data) != string(again.Done[1].Data) {
 		t.Fatalf("retried worker: %+v, %v; want the recorded part %+v", dup, err, again.Done[1])
 	}
-	if err := again.Plan.CheckUsable(ctx, db); err != nil {
-		t.Fatal(err)
-	}
-	res, err := snapshot.Commit(ctx, dst, again.Plan, parts, nil)
+	res, err := snapshot.CommitUsable(ctx, db, dst, again.Plan, parts, nil)
 	if err != nil || res.Rows != 1000 {
 		t.Fatalf("Commit: %+v, %v", res, err)
 	}
@@ -470,22 +468,9 @@ func TestPrepareForFanOut(t *testing.T) {
 	}
 }
 
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // TestPartialResnapshotSurvivesPlainRerun: a plain rerun (no Resnapshot)
 // while a resnapshot is partial returns the existing snapshot and keeps
-// the resnapshot's records; the next resnapshot resumes it. A partial
-// snapshot planned before the existing one landed is dropped instead.
+// the resnapshot's records; the next resnapshot resumes it.
 func TestPartialResnapshotSurvivesPlainRerun(t *testing.T) {
 	ctx := context.Background()
 	db := ordersDB(t, fake.Options{}, 1000)

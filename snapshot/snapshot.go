@@ -134,7 +134,7 @@ type Plan struct {
 // reads only the partitions not yet written and commits every part at once
 // (see Prepare for when a partial snapshot is abandoned instead). Just
 // before the commit Take checks that the snapshot may still be handed to a
-// stream (Plan.CheckUsable); if not, it drops the partial snapshot and
+// stream (CommitUsable); if not, it drops the partial snapshot and
 // returns an error wrapping ErrStale, and a rerun starts a new one.
 func Take(ctx context.Context, src source.Source, dst sink.Sink, opts Options) (Result, error) {
 	opts, err := opts.withDefaults()
@@ -168,15 +168,7 @@ func Take(ctx context.Context, src source.Source, dst sink.Sink, opts Options) (
 	if err != nil {
 		return Result{}, err
 	}
-	plan := prep.Plan
-	if err := plan.CheckUsable(ctx, src); err != nil {
-		if errors.Is(err, ErrStale) {
-			opts.Logger.WarnContext(ctx, "abandoning the snapshot before its commit", "capture_instance", plan.CaptureInstance, "plan_id", plan.ID, "reason", err)
-			dropPartial(ctx, dst, plan, opts.Logger)
-		}
-		return Result{}, err
-	}
-	res, err := Commit(ctx, dst, plan, parts, opts.Logger)
+	res, err := CommitUsable(ctx, src, dst, prep.Plan, parts, opts.Logger)
 	if err != nil || res.Existing {
 		return res, err
 	}
@@ -490,7 +482,8 @@ func Execute(ctx context.Context, src source.Source, dst sink.Sink, plan *Plan, 
 // from this plan, one per partition. If a snapshot of the same capture
 // instance landed meanwhile, Commit returns that one (Existing) and the
 // parts stay invisible. A Recorded plan's records are dropped from the sink
-// afterwards. logger may be nil. Call Plan.CheckUsable first.
+// afterwards. logger may be nil. CommitUsable checks the plan first, as a
+// caller should.
 func Commit(ctx context.Context, dst sink.Sink, plan *Plan, parts []sink.Part, logger *slog.Logger) (Result, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -521,6 +514,25 @@ func Commit(ctx context.Context, dst sink.Sink, plan *Plan, parts []sink.Part, l
 	logger.InfoContext(ctx, "snapshot committed", "capture_instance", plan.CaptureInstance, "lsn", plan.LSN, "rows", rows, "version", snap.Version)
 	dropPartial(ctx, dst, plan, logger)
 	return Result{LSN: plan.LSN, CommitTS: plan.CommitTS, Rows: rows, Partitions: len(plan.Ranges), Version: snap.Version}, nil
+}
+
+// CommitUsable commits parts as Commit does, after Plan.CheckUsable: a
+// plan that may no longer be used commits nothing, its records are dropped
+// from dst (so a rerun starts a new snapshot), and the error wraps
+// ErrStale. Take ends with it; so should a fan-out coordinator. logger may
+// be nil.
+func CommitUsable(ctx context.Context, src source.Source, dst sink.Sink, plan *Plan, parts []sink.Part, logger *slog.Logger) (Result, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if err := plan.CheckUsable(ctx, src); err != nil {
+		if errors.Is(err, ErrStale) {
+			logger.WarnContext(ctx, "abandoning the snapshot before its commit", "capture_instance", plan.CaptureInstance, "plan_id", plan.ID, "reason", err)
+			dropPartial(ctx, dst, plan, logger)
+		}
+		return Result{}, err
+	}
+	return Commit(ctx, dst, plan, parts, logger)
 }
 
 // checkParts refuses parts of another plan, duplicates and missing ones.

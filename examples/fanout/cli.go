@@ -188,16 +188,7 @@ func commitParts(ctx context.Context, cfg config, table *delta.Table, plan *snap
 	if err != nil {
 		return err
 	}
-	if err := plan.CheckUsable(ctx, db); err != nil {
-		if errors.Is(err, snapshot.ErrStale) {
-			// Never to be committed: the next "fanout plan" starts afresh.
-			if derr := table.DropPartial(ctx, plan.CaptureInstance, plan.ID); derr != nil {
-				return fmt.Errorf("%w (dropping its records: %v)", err, derr)
-			}
-		}
-		return err
-	}
-	res, err := snapshot.Commit(ctx, table, plan, parts, logger)
+	res, err := snapshot.CommitUsable(ctx, db, table, plan, parts, logger)
 	if err != nil {
 		return err
 	}

@@ -72,7 +72,7 @@
 //     files are never referenced.
 //  3. When every index has succeeded, the coordinator runs "fanout commit
 //     -plan plan.json part-*.json" (or no files: the recorded parts):
-//     Plan.CheckUsable, then one snapshot.Commit. It refuses parts
+//     one snapshot.CommitUsable (Plan.CheckUsable, then Commit). It refuses parts
 //     of another plan and names a missing or duplicate partition; a second
 //     commit of the same plan (a retried coordinator) returns the
 //     committed snapshot and commits nothing; if the coordinator dies
@@ -185,10 +185,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "worker:  partition %d %s: %d rows, %d bytes%s\n", r.part.Partition, plan.Ranges[r.part.Partition], r.part.Rows, r.part.Bytes, retried)
 	}
-	if err := plan.CheckUsable(ctx, db); err != nil {
-		return err
-	}
-	res, err := snapshot.Commit(ctx, table, plan, parts, logger)
+	res, err := snapshot.CommitUsable(ctx, db, table, plan, parts, logger)
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,12 @@
-// Package decnum parses and compares exact decimal numbers in text form
-// ("-12.3400"), as SQL Server returns decimal and money values: one rule
-// for keyrange's comparisons and the fake database's key order.
+// Package decnum parses, compares and formats exact decimal numbers in
+// text form ("-12.3400"), as SQL Server returns decimal and money values:
+// one rule for keyrange's comparisons, the fake database's key order, and
+// every place that renders an unscaled integer at a scale.
 package decnum
 
 import (
 	"cmp"
+	"math/big"
 	"strings"
 )
 
@@ -79,4 +81,20 @@ func (d Num) String() string {
 		s = "-" + s
 	}
 	return s
+}
+
+// FormatScaled renders n / 10^scale with exactly scale fraction digits
+// ("-0.0050" for -50 at scale 4, "12" at scale 0).
+func FormatScaled(n *big.Int, scale int) string {
+	digits := new(big.Int).Abs(n).String()
+	if scale > 0 {
+		if len(digits) <= scale {
+			digits = strings.Repeat("0", scale-len(digits)+1) + digits
+		}
+		digits = digits[:len(digits)-scale] + "." + digits[len(digits)-scale:]
+	}
+	if n.Sign() < 0 {
+		digits = "-" + digits
+	}
+	return digits
 }

@@ -60,3 +60,24 @@ func TestCompareMatchesBigRat(t *testing.T) {
 		}
 	}
 }
+
+// TestFormatScaledMatchesBigRat: FormatScaled agrees with big.Rat's exact
+// rendering for random values and scales, including zero and values
+// shorter than their scale.
+func TestFormatScaledMatchesBigRat(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 20000 {
+		n := new(big.Int).SetUint64(r.Uint64() >> r.IntN(64))
+		if r.IntN(2) == 0 { // up to 128 bits, as decimal(38, s)
+			n.Lsh(n, 64).Or(n, new(big.Int).SetUint64(r.Uint64()))
+		}
+		if r.IntN(2) == 0 {
+			n.Neg(n)
+		}
+		scale := r.IntN(39)
+		want := new(big.Rat).SetFrac(n, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil)).FloatString(scale)
+		if got := FormatScaled(n, scale); got != want {
+			t.Fatalf("FormatScaled(%s, %d) = %q, want %q", n, scale, got, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package tdsserver
 
 import (
 	"bytes"
+	"github.com/cdcsnap/cdcsnap/internal/decnum"
 	"math/big"
 	"strings"
 	"testing"
@@ -139,9 +140,9 @@ func FuzzDecimalText(f *testing.F) {
 		if !ok {
 			t.Fatalf("%q accepted but not a number", s)
 		}
-		got, _ := new(big.Rat).SetString(formatScaled(mag, sc))
+		got, _ := new(big.Rat).SetString(decnum.FormatScaled(mag, sc))
 		if got.Cmp(want) != 0 {
-			t.Fatalf("%q scale %d: encoded as %s", s, sc, formatScaled(mag, sc))
+			t.Fatalf("%q scale %d: encoded as %s", s, sc, decnum.FormatScaled(mag, sc))
 		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/cdcsnap/cdcsnap/internal/decnum"
 	"math"
 	"math/big"
 	"strings"
@@ -510,14 +511,14 @@ func decodeValue(ti TypeInfo, b []byte) (any, error) {
 			return math.Float64frombits(le.Uint64(b)), nil
 		}
 	case typeMoney4:
-		return formatScaled(big.NewInt(int64(int32(le.Uint32(b)))), 4), nil
+		return decnum.FormatScaled(big.NewInt(int64(int32(le.Uint32(b)))), 4), nil
 	case typeMoney, typeMoneyN:
 		if len(b) == 4 {
-			return formatScaled(big.NewInt(int64(int32(le.Uint32(b)))), 4), nil
+			return decnum.FormatScaled(big.NewInt(int64(int32(le.Uint32(b)))), 4), nil
 		}
 		if len(b) == 8 {
 			v := int64(uint64(le.Uint32(b))<<32 | uint64(le.Uint32(b[4:])))
-			return formatScaled(big.NewInt(v), 4), nil
+			return decnum.FormatScaled(big.NewInt(v), 4), nil
 		}
 	case typeDateTim4:
 		return time.Date(1900, 1, 1+int(le.Uint16(b)), 0, int(le.Uint16(b[2:])), 0, 0, time.UTC), nil
@@ -542,7 +543,7 @@ func decodeValue(ti TypeInfo, b []byte) (any, error) {
 		if b[0] == 0 {
 			n.Neg(n)
 		}
-		return formatScaled(n, int(ti.Scale)), nil
+		return decnum.FormatScaled(n, int(ti.Scale)), nil
 	case typeGUID:
 		if len(b) == 16 {
 			return append([]byte(nil), b...), nil
@@ -597,24 +598,6 @@ func clockOf(b []byte, scale uint8) time.Duration {
 		ticks = ticks<<8 | uint64(b[i])
 	}
 	return time.Duration(ticks * uint64(math.Pow10(9-int(scale))))
-}
-
-// formatScaled writes n / 10^scale with exactly scale digits after the
-// point, the text form go-mssqldb gives decimals and money.
-func formatScaled(n *big.Int, scale int) string {
-	neg := n.Sign() < 0
-	digits := new(big.Int).Abs(n).String()
-	for len(digits) <= scale {
-		digits = "0" + digits
-	}
-	s := digits
-	if scale > 0 {
-		s = digits[:len(digits)-scale] + "." + digits[len(digits)-scale:]
-	}
-	if neg {
-		s = "-" + s
-	}
-	return s
 }
 
 // splitDecls reads sp_executesql's @params ("@p1 bigint,@p2 decimal(18, 4)

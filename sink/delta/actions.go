@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/url"
 )
 
 // StringMap is a Delta map<string,string> (partitionValues, tags). It
@@ -89,6 +90,16 @@ type FileStats struct {
 	MaxValues map[string]any `json:"maxValues,omitempty"`
 	// NullCount holds each column's NULL count.
 	NullCount map[string]int64 `json:"nullCount,omitempty"`
+}
+
+// key is the file's object key below the table root: Path is a URI
+// path (escaped as the protocol says); one that does not unescape is
+// taken as it is.
+func (a AddFile) key() string {
+	if k, err := url.PathUnescape(a.Path); err == nil {
+		return k
+	}
+	return a.Path
 }
 
 // ParseStats decodes Stats (numbers keep their text as json.Number).

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -144,14 +143,7 @@ func (t *Table) WritePartition(ctx context.Context, info sink.Info, partition in
 	if info.Schema != nil && !info.Schema.Equal(schema) {
 		return sink.Part{}, schemaMismatch(info.Schema, schema)
 	}
-	s, err := t.current(ctx)
-	if err != nil {
-		return sink.Part{}, err
-	}
-	if err := t.checkWrite(s); err != nil {
-		return sink.Part{}, err
-	}
-	if err := t.checkSchema(s, schema); err != nil {
+	if err := t.CheckSnapshot(ctx, info.CaptureInstance, schema); err != nil {
 		return sink.Part{}, err
 	}
 	adds, rows, err := t.writeRecords(ctx, schema, partition, rr, true)
@@ -226,11 +218,16 @@ func (t *Table) CommitSnapshot(ctx context.Context, info sink.Info, parts []sink
 	}
 	// A commit never references a file that is not there: a part resumed
 	// days later may have lost its files to a VACUUM.
-	if missing, err := t.missingFile(ctx, adds); err != nil || missing != "" {
-		if err == nil {
-			err = &PartsError{Partition: partitionOf(parts, missing), Reason: fmt.Sprintf("its file %s is not in the table's folder (or has another size): removed by a VACUUM of uncommitted files?", missing)}
+	for _, p := range parts {
+		var pa []AddFile
+		_ = json.Unmarshal(p.Data, &pa) // validateParts decoded it
+		missing, err := t.missingFile(ctx, pa)
+		if err != nil {
+			return sink.Snapshot{}, err
 		}
-		return sink.Snapshot{}, err
+		if missing != "" {
+			return sink.Snapshot{}, &PartsError{Partition: p.Partition, Reason: fmt.Sprintf("its file %s is not in the table's folder (or has another size): removed by a VACUUM of uncommitted files?", missing)}
+		}
 	}
 	snap := sink.Snapshot{CaptureInstance: info.CaptureInstance, LSN: info.LSN, CommitTS: time.UnixMicro(info.CommitTS.UnixMicro()).UTC(), Rows: rows}
 	var existing sink.Snapshot
@@ -262,17 +259,6 @@ func (t *Table) CommitSnapshot(ctx context.Context, info sink.Info, parts []sink
 	snap.Version = v
 	t.log.Info("snapshot committed", "capture_instance", info.CaptureInstance, "version", v, "lsn", info.LSN.String(), "rows", rows)
 	return snap, nil
-}
-
-// partitionOf returns the partition of the part that adds path (-1 if none).
-func partitionOf(parts []sink.Part, path string) int {
-	for _, p := range parts {
-		var adds []AddFile
-		if json.Unmarshal(p.Data, &adds) == nil && slices.ContainsFunc(adds, func(a AddFile) bool { return a.Path == path }) {
-			return p.Partition
-		}
-	}
-	return -1
 }
 
 func validateParts(info sink.Info, parts []sink.Part) ([]AddFile, int64, error) {

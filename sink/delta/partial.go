@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -56,17 +55,7 @@ func (t *Table) OpenPartial(ctx context.Context, info sink.Info, plan json.RawMe
 	if !json.Valid(plan) {
 		return fmt.Errorf("delta: table %s: the plan of partial snapshot %s is not JSON", t.url, info.PlanID)
 	}
-	if info.Schema == nil {
-		return fmt.Errorf("delta: table %s: OpenPartial: info.Schema is nil", t.url)
-	}
-	s, err := t.current(ctx)
-	if err != nil {
-		return err
-	}
-	if err := t.checkWrite(s); err != nil {
-		return err
-	}
-	if err := t.checkSchema(s, info.Schema); err != nil {
+	if err := t.CheckSnapshot(ctx, info.CaptureInstance, info.Schema); err != nil {
 		return err
 	}
 	key := partialPlanKey(info.PlanID)
@@ -97,19 +86,32 @@ func (t *Table) OpenPartial(ctx context.Context, info sink.Info, plan json.RawMe
 }
 
 func (t *Table) readPartialHead(ctx context.Context, planID string) (sink.Partial, error) {
-	key := partialPlanKey(planID)
-	b, err := t.bucket.ReadAll(ctx, key)
-	if err != nil {
-		if gcerrors.Code(err) == gcerrors.NotFound {
-			return sink.Partial{}, fmt.Errorf("delta: table %s: partial snapshot %s: %w", t.url, planID, sink.ErrNotFound)
-		}
-		return sink.Partial{}, fmt.Errorf("delta: table %s: reading %s: %w", t.url, key, err)
-	}
 	var h sink.Partial
-	if err := json.Unmarshal(b, &h); err != nil || h.PlanID != planID {
-		return sink.Partial{}, fmt.Errorf("delta: table %s: %s is not a partial snapshot's record of plan %s (%v): %w", t.url, key, planID, err, errBadRecord)
+	key := partialPlanKey(planID)
+	if err := t.readRecord(ctx, key, planID, &h); err != nil {
+		return sink.Partial{}, err
+	}
+	if h.PlanID != planID {
+		return sink.Partial{}, fmt.Errorf("delta: table %s: %s is the record of plan %s: %w", t.url, key, h.PlanID, errBadRecord)
 	}
 	return h, nil
+}
+
+// readRecord decodes the JSON record key of a partial snapshot into v. A
+// record that is gone (dropped meanwhile) wraps sink.ErrNotFound, one that
+// does not decode errBadRecord.
+func (t *Table) readRecord(ctx context.Context, key, planID string, v any) error {
+	b, err := t.bucket.ReadAll(ctx, key)
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return fmt.Errorf("delta: table %s: partial snapshot %s: %w", t.url, planID, sink.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("delta: table %s: reading %s: %w", t.url, key, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("delta: table %s: %s: %v: %w", t.url, key, err, errBadRecord)
+	}
+	return nil
 }
 
 // RecordPart implements sink.PartialSink. Partition n's records are
@@ -174,8 +176,8 @@ func (t *Table) partRecord(ctx context.Context, key, planID string, partition in
 	if err != nil {
 		return sink.Part{}, false, fmt.Errorf("delta: table %s: %s: %w", t.url, key, err)
 	}
-	ok, err := t.filesExist(ctx, adds)
-	return p, ok, err
+	missing, err := t.missingFile(ctx, adds)
+	return p, missing == "" && err == nil, err
 }
 
 // intactPart returns the first generation of the partition's records
@@ -194,17 +196,12 @@ func (t *Table) intactPart(ctx context.Context, planID string, partition int) (s
 }
 
 func (t *Table) readPartialPart(ctx context.Context, key, planID string, partition int) (sink.Part, error) {
-	b, err := t.bucket.ReadAll(ctx, key)
-	if gcerrors.Code(err) == gcerrors.NotFound {
-		// Dropped between the listing and this read.
-		return sink.Part{}, fmt.Errorf("delta: table %s: partial snapshot %s: %w", t.url, planID, sink.ErrNotFound)
-	}
-	if err != nil {
-		return sink.Part{}, fmt.Errorf("delta: table %s: reading %s: %w", t.url, key, err)
-	}
 	var p sink.Part
-	if err := json.Unmarshal(b, &p); err != nil || p.PlanID != planID || p.Partition != partition {
-		return sink.Part{}, fmt.Errorf("delta: table %s: %s is not the record of partition %d of plan %s (%v)", t.url, key, partition, planID, err)
+	if err := t.readRecord(ctx, key, planID, &p); err != nil {
+		return sink.Part{}, err
+	}
+	if p.PlanID != planID || p.Partition != partition {
+		return sink.Part{}, fmt.Errorf("delta: table %s: %s is not the record of partition %d of plan %s: %w", t.url, key, partition, planID, errBadRecord)
 	}
 	return p, nil
 }
@@ -275,22 +272,11 @@ func (t *Table) FindPartial(ctx context.Context, captureInstance string) (sink.P
 	return out, nil
 }
 
-// filesExist reports whether every file of adds is in the table's folder
-// with the size its add action records.
-func (t *Table) filesExist(ctx context.Context, adds []AddFile) (bool, error) {
-	missing, err := t.missingFile(ctx, adds)
-	return missing == "" && err == nil, err
-}
-
 // missingFile returns the path of the first file of adds that is not in
 // the table's folder with the size its add action records ("" if none).
 func (t *Table) missingFile(ctx context.Context, adds []AddFile) (string, error) {
 	for _, a := range adds {
-		key, err := url.PathUnescape(a.Path)
-		if err != nil {
-			key = a.Path
-		}
-		attrs, err := t.bucket.Attributes(ctx, key)
+		attrs, err := t.bucket.Attributes(ctx, a.key())
 		if gcerrors.Code(err) == gcerrors.NotFound {
 			return a.Path, nil
 		}

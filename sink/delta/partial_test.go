@@ -15,6 +15,25 @@ import (
 	"github.com/cdcsnap/cdcsnap/sink/sinktest"
 )
 
+// openedPartial opens a local table with the partial snapshot of dbo_t at
+// LSN 9 recorded.
+func openedPartial(t *testing.T) (string, *Table, sink.Info) {
+	t.Helper()
+	dir := t.TempDir()
+	tb := openLocal(t, dir, Options{})
+	return dir, tb, openPartial(t, tb)
+}
+
+// openPartial records a partial snapshot of dbo_t at LSN 9 in tb.
+func openPartial(t *testing.T, tb *Table) sink.Info {
+	t.Helper()
+	info := sinktest.Info("dbo_t", sinktest.LSN(9))
+	if err := tb.OpenPartial(context.Background(), info, json.RawMessage(`{"plan":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
 // writePart writes rows [from, to) as partition i of info.
 func writePart(t *testing.T, tb *Table, info sink.Info, i int, from, to int64) sink.Part {
 	t.Helper()
@@ -58,12 +77,7 @@ func partFiles(t *testing.T, p sink.Part) []AddFile {
 // is gone, naming it, and commits nothing.
 func TestPartialFilesVacuumed(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	tb := openLocal(t, dir, Options{})
-	info := sinktest.Info("dbo_t", sinktest.LSN(9))
-	if err := tb.OpenPartial(ctx, info, json.RawMessage(`{"plan":1}`)); err != nil {
-		t.Fatal(err)
-	}
+	dir, tb, info := openedPartial(t)
 	p0 := writeRecorded(t, tb, info, 0, 0, 100)
 	p1 := writeRecorded(t, tb, info, 1, 100, 200)
 	gone := partFiles(t, p0)[0].Path
@@ -103,12 +117,7 @@ func TestPartialFilesVacuumed(t *testing.T) {
 // instances.
 func TestPartialBadRecordSkipped(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	tb := openLocal(t, dir, Options{})
-	info := sinktest.Info("dbo_t", sinktest.LSN(9))
-	if err := tb.OpenPartial(ctx, info, json.RawMessage(`{"plan":1}`)); err != nil {
-		t.Fatal(err)
-	}
+	dir, tb, info := openedPartial(t)
 	bad := filepath.Join(dir, "_cdcsnap/partial/0badc0de/plan.json")
 	if err := os.MkdirAll(filepath.Dir(bad), 0o777); err != nil {
 		t.Fatal(err)
@@ -125,12 +134,7 @@ func TestPartialBadRecordSkipped(t *testing.T) {
 // removes its folder, so records do not pile up.
 func TestPartialDropLeavesNoFolder(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	tb := openLocal(t, dir, Options{})
-	info := sinktest.Info("dbo_t", sinktest.LSN(9))
-	if err := tb.OpenPartial(ctx, info, json.RawMessage(`{"plan":1}`)); err != nil {
-		t.Fatal(err)
-	}
+	dir, tb, info := openedPartial(t)
 	writeRecorded(t, tb, info, 0, 0, 10)
 	if err := tb.DropPartial(ctx, "dbo_t", info.PlanID); err != nil {
 		t.Fatal(err)
@@ -160,10 +164,7 @@ func TestDeltaRSVacuumAndPartial(t *testing.T) {
 			if _, err := tb.CommitSnapshot(ctx, committed, []sink.Part{a}); err != nil {
 				t.Fatal(err)
 			}
-			info := sinktest.Info("dbo_t", sinktest.LSN(9))
-			if err := tb.OpenPartial(ctx, info, json.RawMessage(`{"plan":1}`)); err != nil {
-				t.Fatal(err)
-			}
+			info := openPartial(t, tb)
 			p0 := writeRecorded(t, tb, info, 0, 0, 100)
 			p1 := writeRecorded(t, tb, info, 1, 100, 200)
 			var out struct {

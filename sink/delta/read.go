@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 	"sync/atomic"
 
@@ -133,11 +132,7 @@ func (r *tableReader) Next() bool {
 }
 
 func (r *tableReader) open(a AddFile) error {
-	key, err := url.PathUnescape(a.Path)
-	if err != nil {
-		key = a.Path
-	}
-	ra, err := newBlobReaderAt(r.ctx, r.t.bucket, key)
+	ra, err := newBlobReaderAt(r.ctx, r.t.bucket, a.key())
 	if err != nil {
 		return fmt.Errorf("delta: opening %s: %w", a.Path, err)
 	}
