@@ -184,3 +184,26 @@ func FuzzStatementParsers(f *testing.F) {
 }
 
 var lsnOne = lsn.LSN{9: 1}
+
+// TestMaxLengthOfScaledTypes: sys.columns.max_length of the scaled
+// temporal types and decimals is their storage size, which MS-TDS
+// 2.2.5.5.1.8 gives for time(n) (3 bytes for n 0-2, 4 for 3-4, 5 for 5-7),
+// datetime2(n) (3 more: the date) and datetimeoffset(n) (2 more: the
+// offset), and "decimal and numeric (Transact-SQL)" for decimal (5, 9,
+// 13, 17 bytes by precision).
+func TestMaxLengthOfScaledTypes(t *testing.T) {
+	for _, c := range []struct {
+		typ         string
+		prec, scale int
+		want        int
+	}{
+		{"time", 0, 0, 3}, {"time", 0, 2, 3}, {"time", 0, 3, 4}, {"time", 0, 4, 4}, {"time", 0, 5, 5}, {"time", 0, 7, 5},
+		{"datetime2", 0, 2, 6}, {"datetime2", 0, 3, 7}, {"datetime2", 0, 7, 8},
+		{"datetimeoffset", 0, 2, 8}, {"datetimeoffset", 0, 4, 9}, {"datetimeoffset", 0, 7, 10},
+		{"decimal", 9, 2, 5}, {"decimal", 10, 0, 9}, {"numeric", 19, 4, 9}, {"decimal", 28, 0, 13}, {"decimal", 38, 10, 17},
+	} {
+		if got := maxLength(source.Column{Type: c.typ, Precision: c.prec, Scale: c.scale}); got != c.want {
+			t.Errorf("max_length of %s(%d, %d) = %d, want %d", c.typ, c.prec, c.scale, got, c.want)
+		}
+	}
+}

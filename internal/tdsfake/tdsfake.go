@@ -381,22 +381,17 @@ func maxLength(c source.Column) int {
 		return 16
 	case "date":
 		return 3
+	// Storage sizes, as the wire's value lengths (MS-TDS 2.2.5.5.1;
+	// "time (Transact-SQL)": 3 to 5 bytes by scale, datetime2 3 more,
+	// datetimeoffset 5 more; "decimal and numeric": 5 to 17 by precision).
 	case "decimal", "numeric":
-		switch {
-		case c.Precision <= 9:
-			return 5
-		case c.Precision <= 19:
-			return 9
-		case c.Precision <= 28:
-			return 13
-		}
-		return 17
+		return tdsserver.DecimalLen(c.Precision)
 	case "time":
-		return 3 + (c.Scale+1)/3
+		return tdsserver.TimeLen(c.Scale)
 	case "datetime2":
-		return 6 + (c.Scale+1)/3
+		return tdsserver.TimeLen(c.Scale) + 3
 	case "datetimeoffset":
-		return 8 + (c.Scale+1)/3
+		return tdsserver.TimeLen(c.Scale) + 5
 	}
 	return 8
 }

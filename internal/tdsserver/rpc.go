@@ -287,7 +287,7 @@ func readTypeInfo(c *cursor) (TypeInfo, error) {
 			return ti, fmt.Errorf("scale %d over 7", ti.Scale)
 		}
 		base := map[byte]string{typeTimeN: "time", typeDateTime2: "datetime2", typeDTOffset: "datetimeoffset"}[ti.ID]
-		ti.MaxLength = timeLen(int(ti.Scale)) + map[byte]int{typeTimeN: 0, typeDateTime2: 3, typeDTOffset: 5}[ti.ID]
+		ti.MaxLength = TimeLen(int(ti.Scale)) + map[byte]int{typeTimeN: 0, typeDateTime2: 3, typeDTOffset: 5}[ti.ID]
 		ti.Name = fmt.Sprintf("%s(%d)", base, ti.Scale)
 	case typeBigVarBin, typeBigVarChr, typeBigBinary, typeBigChar, typeNVarChar, typeNChar:
 		n := int(c.u16())
@@ -553,15 +553,15 @@ func decodeValue(ti TypeInfo, b []byte) (any, error) {
 			return time.Date(1, 1, 1+days3(b), 0, 0, 0, 0, time.UTC), nil
 		}
 	case typeTimeN:
-		if len(b) == timeLen(int(ti.Scale)) {
+		if len(b) == TimeLen(int(ti.Scale)) {
 			return time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC).Add(clockOf(b, ti.Scale)), nil
 		}
 	case typeDateTime2:
-		if n := timeLen(int(ti.Scale)); len(b) == n+3 {
+		if n := TimeLen(int(ti.Scale)); len(b) == n+3 {
 			return time.Date(1, 1, 1+days3(b[n:]), 0, 0, 0, 0, time.UTC).Add(clockOf(b[:n], ti.Scale)), nil
 		}
 	case typeDTOffset:
-		if n := timeLen(int(ti.Scale)); len(b) == n+5 {
+		if n := TimeLen(int(ti.Scale)); len(b) == n+5 {
 			utc := time.Date(1, 1, 1+days3(b[n:]), 0, 0, 0, 0, time.UTC).Add(clockOf(b[:n], ti.Scale))
 			off := int(int16(le.Uint16(b[n+3:])))
 			return utc.In(time.FixedZone("", off*60)), nil

@@ -218,7 +218,7 @@ func parseType(c Column, defColl Collation) (*colType, error) {
 		if len(args) > 2 {
 			err = fmt.Errorf("%d arguments", len(args))
 		}
-		t.prec, t.scale, t.length = uint8(p), uint8(s), decimalLen(p)
+		t.prec, t.scale, t.length = uint8(p), uint8(s), DecimalLen(p)
 	case "date":
 		t.kind, t.id, t.length = kDate, typeDateN, 3
 		err = noArgs()
@@ -228,11 +228,11 @@ func parseType(c Column, defColl Collation) (*colType, error) {
 			t.scale = uint8(s)
 			switch base {
 			case "time":
-				t.kind, t.id, t.length = kTime, typeTimeN, timeLen(s)
+				t.kind, t.id, t.length = kTime, typeTimeN, TimeLen(s)
 			case "datetime2":
-				t.kind, t.id, t.length = kDatetime2, typeDateTime2, timeLen(s)+3
+				t.kind, t.id, t.length = kDatetime2, typeDateTime2, TimeLen(s)+3
 			default:
-				t.kind, t.id, t.length = kDatetimeoffset, typeDTOffset, timeLen(s)+5
+				t.kind, t.id, t.length = kDatetimeoffset, typeDTOffset, TimeLen(s)+5
 			}
 		}
 	case "char", "varchar":
@@ -335,9 +335,9 @@ func splitType(s string) (string, []string, error) {
 	return s[:i], strings.Split(s[i+1:len(s)-1], ","), nil
 }
 
-// decimalLen is the value length of decimal(p,s): a sign byte and 4, 8,
+// DecimalLen is the value length of decimal(p,s): a sign byte and 4, 8,
 // 12 or 16 bytes of magnitude (MS-TDS 2.2.5.5.1, Decimal/Numeric).
-func decimalLen(p int) int {
+func DecimalLen(p int) int {
 	switch {
 	case p <= 9:
 		return 5
@@ -349,9 +349,9 @@ func decimalLen(p int) int {
 	return 17
 }
 
-// timeLen is the length of the time part of time(n), datetime2(n) and
+// TimeLen is the length of the time part of time(n), datetime2(n) and
 // datetimeoffset(n): 3, 4 or 5 bytes by scale (MS-TDS 2.2.5.5.1, Date/Times).
-func timeLen(scale int) int {
+func TimeLen(scale int) int {
 	switch {
 	case scale <= 2:
 		return 3

@@ -637,14 +637,14 @@ func daysFromCivil(y, m, d int) int64 {
 }
 
 // appendClock appends the time of day in units of 10^-scale s, in
-// timeLen(scale) bytes (MS-TDS 2.2.5.5.1, Date/Times).
+// TimeLen(scale) bytes (MS-TDS 2.2.5.5.1, Date/Times).
 func (w wall) appendClock(b []byte, scale int) ([]byte, error) {
 	unit := int(math.Pow10(9 - scale))
 	if w.ns%unit != 0 {
 		return b, fmt.Errorf("%02d:%02d:%02d.%09d has more precision than scale %d", w.h, w.mi, w.s, w.ns, scale)
 	}
 	ticks := uint64(w.h*3600+w.mi*60+w.s)*uint64(math.Pow10(scale)) + uint64(w.ns/unit)
-	for i := range timeLen(scale) {
+	for i := range TimeLen(scale) {
 		b = append(b, byte(ticks>>(8*i)))
 	}
 	return b, nil
