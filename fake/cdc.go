@@ -387,14 +387,8 @@ func (db *DB) ReadChanges(ctx context.Context, ci *source.CaptureInstance, from,
 	if db.captured.Less(to) {
 		to = db.captured
 	}
-	changes := in.changes
+	changes := changesBetween(in.changes, from, to)
 	db.mu.RUnlock()
-	lo := sort.Search(len(changes), func(i int) bool { return !changes[i].lsn.Less(from) })
-	hi := sort.Search(len(changes), func(i int) bool { return to.Less(changes[i].lsn) })
-	if hi < lo {
-		hi = lo
-	}
-	changes = changes[lo:hi]
 	enc, err := newEncoder(in.cols, in.colIdx)
 	if err != nil {
 		return nil, fmt.Errorf("fake: ReadChanges %s: %w", in.name, err)
@@ -465,19 +459,30 @@ func (db *DB) ChangeRows(ctx context.Context, ci *source.CaptureInstance, from, 
 		to = db.captured
 	}
 	var out []ChangeRow
-	for _, c := range in.changes {
-		if c.lsn.Less(from) || to.Less(c.lsn) {
-			continue
-		}
-		vals := make([]any, len(in.colIdx))
-		for i, j := range in.colIdx {
-			if j < len(c.vals) && !in.cols[i].Computed {
-				vals[i] = c.vals[j]
-			}
-		}
-		out = append(out, ChangeRow{StartLSN: c.lsn, Seqval: c.seqval, Operation: c.op, CommandID: c.cmd, CommitTS: c.ts, Values: vals})
+	for _, c := range changesBetween(in.changes, from, to) {
+		out = append(out, ChangeRow{StartLSN: c.lsn, Seqval: c.seqval, Operation: c.op, CommandID: c.cmd, CommitTS: c.ts, Values: in.capturedValues(c.vals)})
 	}
 	return out, nil
+}
+
+// changesBetween returns the changes (in LSN order) with from <= LSN <= to.
+func changesBetween(changes []*change, from, to lsn.LSN) []*change {
+	lo := sort.Search(len(changes), func(i int) bool { return !changes[i].lsn.Less(from) })
+	hi := sort.Search(len(changes), func(i int) bool { return to.Less(changes[i].lsn) })
+	return changes[lo:max(lo, hi)]
+}
+
+// capturedValues picks the instance's captured columns out of a table row
+// (or a change's image): NULL for a column the row predates, and for a
+// computed column, as CDC writes it (FACTS.md F13).
+func (in *instance) capturedValues(vals []any) []any {
+	out := make([]any, len(in.colIdx))
+	for i, j := range in.colIdx {
+		if j < len(vals) && !in.cols[i].Computed {
+			out[i] = vals[j]
+		}
+	}
+	return out
 }
 
 // CaptureInstanceNames returns the names of the capture instances the

@@ -288,13 +288,7 @@ func (c *RowCursor) Next() ([]any, bool) {
 			return nil, false
 		}
 		n, err := c.scan.page(limit, func(vals []any) error {
-			row := make([]any, len(c.in.colIdx))
-			for i, j := range c.in.colIdx {
-				if j < len(vals) && !c.in.cols[i].Computed {
-					row[i] = vals[j]
-				}
-			}
-			c.rows = append(c.rows, row)
+			c.rows = append(c.rows, c.in.capturedValues(vals))
 			return nil
 		})
 		c.db.unreserveRows(limit - n)

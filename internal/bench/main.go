@@ -443,18 +443,8 @@ func peerScript() string { return filepath.Join("internal", "bench", "peer.py") 
 // pipeline, and counts allocations per row.
 func profiles(ctx context.Context, g *Gen, m *mapped, out, work string, res *results) error {
 	cpu := func(name string, f func() error) error {
-		pf, err := os.Create(filepath.Join(out, name))
-		if err != nil {
-			return err
-		}
-		defer pf.Close()
 		runtime.GC()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return err
-		}
-		err = f()
-		pprof.StopCPUProfile()
-		return err
+		return cpuProfile(filepath.Join(out, name), f)
 	}
 	if err := cpu("cpu-pipeline.pprof", func() error { _, err := runPipeline(ctx, g, 2, filepath.Join(work, "prof")); return err }); err != nil {
 		return err
@@ -503,12 +493,37 @@ func profiles(ctx context.Context, g *Gen, m *mapped, out, work string, res *res
 	if _, err := runPipeline(ctx, g, 2, filepath.Join(work, "prof")); err != nil {
 		return err
 	}
-	hf, err := os.Create(filepath.Join(out, "allocs-pipeline.pprof"))
+	return writeAllocs(filepath.Join(out, "allocs-pipeline.pprof"))
+}
+
+// cpuProfile writes a CPU profile of f to path.
+func cpuProfile(path string, f func() error) error {
+	pf, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	defer hf.Close()
-	return pprof.Lookup("allocs").WriteTo(hf, 0)
+	defer pf.Close()
+	if err := pprof.StartCPUProfile(pf); err != nil {
+		return err
+	}
+	err = f()
+	pprof.StopCPUProfile()
+	return err
+}
+
+// writeAllocs writes the allocation profile to path, after a GC: the
+// profile is as of the last one.
+func writeAllocs(path string) error {
+	runtime.GC()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // memResult is one child process's memory.

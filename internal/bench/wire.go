@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,15 +33,12 @@ import (
 // its profiles are split by owner (clientParts).
 
 // wireColumns are the generator's columns as SQL Server sends them.
-var wireColumns = []tdsserver.Column{
-	{Name: "id", Type: "bigint"},
-	{Name: "customer", Type: "varchar(100)", Collation: "SQL_Latin1_General_CP1_CI_AS"},
-	{Name: "status", Type: "varchar(20)", Collation: "SQL_Latin1_General_CP1_CI_AS"},
-	{Name: "note", Type: "nvarchar(400)", Nullable: true},
-	{Name: "amount", Type: "decimal(18,4)"},
-	{Name: "created", Type: "datetime2(7)"},
-	{Name: "shipped", Type: "datetime2(7)", Nullable: true},
-	{Name: "remark", Type: "nvarchar(400)", Nullable: true},
+func wireColumns(g *Gen) []tdsserver.Column {
+	cols := make([]tdsserver.Column, len(g.ci.Columns))
+	for i, c := range g.ci.Columns {
+		cols[i] = tdsserver.Column{Name: c.Name, Type: c.Declared(), Collation: c.Collation, Nullable: c.Nullable}
+	}
+	return cols
 }
 
 // wireInstance is the generator's capture instance as CaptureInstance
@@ -105,11 +101,12 @@ func (s genServer) Serve(ctx context.Context, req *tdsserver.Request, w *tdsserv
 	if err != nil {
 		return err
 	}
-	if err := w.Columns(wireColumns); err != nil {
+	cols := wireColumns(s.g)
+	if err := w.Columns(cols); err != nil {
 		return err
 	}
 	var buf []byte
-	vals := make([]any, len(wireColumns))
+	vals := make([]any, len(cols))
 	for i := lo; i < hi; i++ {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -350,44 +347,25 @@ func packetLabel(n int) string {
 // allocation profiles before and after it to prof+".allocs.base" and
 // prof+".allocs".
 func timedRead(ctx context.Context, src source.Source, ci *source.CaptureInstance, ranges []keyrange.Range, prof string) (measure, error) {
-	if prof != "" {
-		if err := writeAllocs(prof + ".allocs.base"); err != nil {
-			return measure{}, err
-		}
-		f, err := os.Create(prof)
-		if err != nil {
-			return measure{}, err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return measure{}, err
-		}
+	read := func() (measure, error) {
+		return withCPU(func() (measure, error) {
+			start := time.Now()
+			n, err := countRanges(ctx, src, ci, ranges)
+			return measure{Rows: n, Seconds: time.Since(start).Seconds()}, err
+		})
 	}
-	m, err := withCPU(func() (measure, error) {
-		start := time.Now()
-		n, err := countRanges(ctx, src, ci, ranges)
-		return measure{Rows: n, Seconds: time.Since(start).Seconds()}, err
-	})
-	if prof != "" {
-		pprof.StopCPUProfile()
-		if werr := writeAllocs(prof + ".allocs"); err == nil {
-			err = werr
-		}
+	if prof == "" {
+		return read()
+	}
+	if err := writeAllocs(prof + ".allocs.base"); err != nil {
+		return measure{}, err
+	}
+	var m measure
+	err := cpuProfile(prof, func() (err error) { m, err = read(); return err })
+	if werr := writeAllocs(prof + ".allocs"); err == nil {
+		err = werr
 	}
 	return m, err
-}
-
-func writeAllocs(path string) error {
-	runtime.GC() // the profile is as of the last GC
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // pprofTotal runs go tool pprof -top on a profile and returns the sum of

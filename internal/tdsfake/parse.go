@@ -175,6 +175,13 @@ func (a args) get(ref string) (any, error) {
 	return v, nil
 }
 
+// str is parameter ref as text ("" when it was sent as another type).
+func (a args) str(ref string) (string, error) {
+	v, err := a.get(ref)
+	s, _ := v.(string)
+	return s, err
+}
+
 // keyValue converts a parameter's value as it came over the wire into the
 // Go value keyrange holds for column c: bounds are sent as
 // source/sqlserver's boundExpr binds them (FACTS.md F47): decimals and

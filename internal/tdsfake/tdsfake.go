@@ -91,9 +91,7 @@ func (s *Server) Attentions() int64 { return s.h.attentions.Load() }
 // Isolation returns the isolation level connection conn has now (READ
 // COMMITTED until a SET TRANSACTION ISOLATION LEVEL).
 func (s *Server) Isolation(conn uint64) source.Isolation {
-	s.h.mu.Lock()
-	defer s.h.mu.Unlock()
-	return s.h.iso[conn]
+	return s.h.isolation(conn)
 }
 
 type handler struct {
@@ -144,7 +142,10 @@ func (h *handler) serve(ctx context.Context, req *tdsserver.Request, w *tdsserve
 	switch {
 	case sql == sqlReadCommited || sql == sqlSnapshot:
 		h.mu.Lock()
-		h.iso[req.ConnID] = map[bool]source.Isolation{true: source.Snapshot, false: source.ReadCommitted}[sql == sqlSnapshot]
+		h.iso[req.ConnID] = source.ReadCommitted
+		if sql == sqlSnapshot {
+			h.iso[req.ConnID] = source.Snapshot
+		}
 		h.mu.Unlock()
 		return nil
 	case sql == sqlList:
@@ -152,7 +153,7 @@ func (h *handler) serve(ctx context.Context, req *tdsserver.Request, w *tdsserve
 	case sql == sqlCaptured:
 		return h.captured(ctx, a, w)
 	case sql == sqlColumns:
-		return h.columns(a, w)
+		return h.columns(ctx, a, w)
 	case sql == sqlKeyIndex:
 		if err := w.Columns(docColumns(mssqldocsIndexes)); err != nil {
 			return err
@@ -276,11 +277,10 @@ func (h *handler) list(ctx context.Context, w *tdsserver.ResponseWriter) error {
 // captured answers sys.sp_cdc_get_captured_columns (FACTS.md F04, F05):
 // column_ordinal, as SQL Server 2017 and later name it.
 func (h *handler) captured(ctx context.Context, a args, w *tdsserver.ResponseWriter) error {
-	name, err := a.get("@p1")
+	s, err := a.str("@p1")
 	if err != nil {
 		return err
 	}
-	s, _ := name.(string)
 	ci, err := h.db.CaptureInstance(ctx, s)
 	if err != nil {
 		return err
@@ -311,12 +311,12 @@ func (h *handler) captured(ctx context.Context, a args, w *tdsserver.ResponseWri
 // columns answers the sys.columns query (FACTS.md F35) of the table whose
 // object id is @p1. A table whose capture instances hide a collation (the
 // login may not see its metadata) has no rows.
-func (h *handler) columns(a args, w *tdsserver.ResponseWriter) error {
+func (h *handler) columns(ctx context.Context, a args, w *tdsserver.ResponseWriter) error {
 	id, err := a.get("@p1")
 	if err != nil {
 		return err
 	}
-	cis, err := h.instances(context.Background())
+	cis, err := h.instances(ctx)
 	if err != nil {
 		return err
 	}
@@ -428,11 +428,10 @@ func codePage(collation string) int {
 // probe answers GUIDProbeStatement: the text parameter as a
 // uniqueidentifier, in SQL Server's byte layout (FACTS.md F44).
 func (h *handler) probe(a args, w *tdsserver.ResponseWriter) error {
-	v, err := a.get("@p1")
+	s, err := a.str("@p1")
 	if err != nil {
 		return err
 	}
-	s, _ := v.(string)
 	u, err := keyrange.ParseUUID(s)
 	if err != nil {
 		return w.Error(8169, 16, 2, "Conversion failed when converting from a character string to uniqueidentifier.")
@@ -465,11 +464,10 @@ func (h *handler) maxLSN(ctx context.Context, w *tdsserver.ResponseWriter) error
 // reaches a new instance, 0x00… for one that does not exist or that the
 // login may not read (FACTS.md F07).
 func (h *handler) minLSN(ctx context.Context, a args, w *tdsserver.ResponseWriter) error {
-	v, err := a.get("@p1")
+	name, err := a.str("@p1")
 	if err != nil {
 		return err
 	}
-	name, _ := v.(string)
 	l, ok, err := h.db.MinLSN(ctx, name)
 	var out any
 	var ae *source.AccessError
@@ -516,11 +514,10 @@ func (h *handler) lsnTime(ctx context.Context, a args, w *tdsserver.ResponseWrit
 // spaceUsed answers sp_spaceused @objname = '[schema].[table]' (FACTS.md
 // F16): rows as char(20) text.
 func (h *handler) spaceUsed(ctx context.Context, a args, w *tdsserver.ResponseWriter) error {
-	v, err := a.get("@p1")
+	s, err := a.str("@p1")
 	if err != nil {
 		return err
 	}
-	s, _ := v.(string)
 	schema, name, rest, err := twoPart(s)
 	if err != nil || rest != "" {
 		return fmt.Errorf("tdsfake: sp_spaceused @objname %q: want [schema].[table]", s)
@@ -590,9 +587,6 @@ func resultColumns(ci *source.CaptureInstance, info fake.TableInfo, sel []select
 			}
 		}
 		col := tdsserver.Column{Name: c.Name, Type: c.Declared(), Collation: c.Collation, Nullable: nullable || c.Nullable || c.Computed}
-		if c.Type == "timestamp" {
-			col.Type = "rowversion"
-		}
 		if s.Cast != "" {
 			col.Type, col.Collation = s.Cast, ""
 			if strings.HasPrefix(s.Cast, "nvarchar") {

@@ -260,15 +260,18 @@ func readTypeInfo(c *cursor) (TypeInfo, error) {
 	switch ti.ID {
 	case typeNull:
 		ti.Name = "null"
-	case typeInt1, typeBit, typeInt2, typeInt4, typeInt8, typeDateTim4, typeFlt4, typeMoney, typeDateTime, typeFlt8, typeMoney4:
-		ti.MaxLength = fixedSize(ti.ID)
-		ti.Name = fixedName(ti.ID, ti.MaxLength)
-	case typeIntN, typeBitN, typeFltN, typeMoneyN, typeDateTimeN, typeGUID:
-		ti.MaxLength = int(c.u8())
-		if c.err == nil && !validNLen(ti.ID, ti.MaxLength) {
+	case typeGUID:
+		if ti.MaxLength = int(c.u8()); c.err == nil && ti.MaxLength != 16 {
 			return ti, fmt.Errorf("type 0x%02X with length %d", ti.ID, ti.MaxLength)
 		}
-		ti.Name = fixedName(ti.ID, ti.MaxLength)
+		ti.Name = "uniqueidentifier"
+	case typeIntN, typeBitN, typeFltN, typeMoneyN, typeDateTimeN:
+		ti.MaxLength = int(c.u8())
+		f, ok := fixedByLen(ti.ID, ti.MaxLength)
+		if c.err == nil && !ok {
+			return ti, fmt.Errorf("type 0x%02X with length %d", ti.ID, ti.MaxLength)
+		}
+		ti.Name = f.name
 	case typeDecimalN, typeNumericN:
 		ti.MaxLength, ti.Precision, ti.Scale = int(c.u8()), c.u8(), c.u8()
 		if c.err == nil && (ti.Precision < 1 || ti.Precision > 38 || ti.Scale > ti.Precision || ti.MaxLength < 1 || ti.MaxLength > 17) {
@@ -307,84 +310,13 @@ func readTypeInfo(c *cursor) (TypeInfo, error) {
 		}
 		ti.MaxLength, ti.Name = -1, "xml"
 	default:
-		return ti, fmt.Errorf("parameter type 0x%02X is not supported", ti.ID)
+		f, ok := fixedByID(ti.ID)
+		if !ok {
+			return ti, fmt.Errorf("parameter type 0x%02X is not supported", ti.ID)
+		}
+		ti.MaxLength, ti.Name = f.size, f.name
 	}
 	return ti, c.err
-}
-
-func fixedSize(id byte) int {
-	switch id {
-	case typeInt1, typeBit:
-		return 1
-	case typeInt2:
-		return 2
-	case typeInt4, typeDateTim4, typeFlt4, typeMoney4:
-		return 4
-	}
-	return 8
-}
-
-func validNLen(id byte, n int) bool {
-	switch id {
-	case typeIntN:
-		return n == 1 || n == 2 || n == 4 || n == 8
-	case typeBitN:
-		return n == 1
-	case typeFltN, typeMoneyN, typeDateTimeN:
-		return n == 4 || n == 8
-	case typeGUID:
-		return n == 16
-	}
-	return false
-}
-
-// fixedName names a fixed or byte-length numeric type as go-mssqldb's
-// makeDecl does.
-func fixedName(id byte, n int) string {
-	switch id {
-	case typeInt1:
-		return "tinyint"
-	case typeInt2:
-		return "smallint"
-	case typeInt4:
-		return "int"
-	case typeInt8:
-		return "bigint"
-	case typeIntN:
-		return map[int]string{1: "tinyint", 2: "smallint", 4: "int", 8: "bigint"}[n]
-	case typeBit, typeBitN:
-		return "bit"
-	case typeFlt4:
-		return "real"
-	case typeFlt8:
-		return "float"
-	case typeFltN:
-		if n == 4 {
-			return "real"
-		}
-		return "float"
-	case typeMoney4:
-		return "smallmoney"
-	case typeMoney:
-		return "money"
-	case typeMoneyN:
-		if n == 4 {
-			return "smallmoney"
-		}
-		return "money"
-	case typeDateTim4:
-		return "smalldatetime"
-	case typeDateTime:
-		return "datetime"
-	case typeDateTimeN:
-		if n == 4 {
-			return "smalldatetime"
-		}
-		return "datetime"
-	case typeGUID:
-		return "uniqueidentifier"
-	}
-	return ""
 }
 
 func varName(id byte, n int) string {
@@ -399,6 +331,13 @@ func varName(id byte, n int) string {
 	return fmt.Sprintf("%s(%d)", base, n)
 }
 
+// isFixed reports whether id is a fixed-length type (no length on the
+// wire).
+func isFixed(id byte) bool {
+	_, ok := fixedByID(id)
+	return ok
+}
+
 // readValue reads ParamLenData (TYPE_VARBYTE, MS-TDS 2.2.5.2.3) and
 // decodes it as Param.Value documents.
 func readValue(c *cursor, ti TypeInfo) (any, error) {
@@ -406,8 +345,7 @@ func readValue(c *cursor, ti TypeInfo) (any, error) {
 	switch {
 	case ti.ID == typeNull:
 		return nil, nil
-	case ti.ID == typeInt1 || ti.ID == typeBit || ti.ID == typeInt2 || ti.ID == typeInt4 || ti.ID == typeInt8 ||
-		ti.ID == typeDateTim4 || ti.ID == typeFlt4 || ti.ID == typeMoney || ti.ID == typeDateTime || ti.ID == typeFlt8 || ti.ID == typeMoney4:
+	case isFixed(ti.ID):
 		raw = c.bytes(ti.MaxLength)
 	case ti.MaxLength < 0:
 		var null bool
@@ -475,15 +413,11 @@ func readPLP(c *cursor) ([]byte, bool) {
 // decodeValue turns the value bytes of ti into a Go value.
 func decodeValue(ti TypeInfo, b []byte) (any, error) {
 	le := binary.LittleEndian
-	switch ti.ID {
-	case typeInt1:
-		return int64(b[0]), nil
-	case typeInt2:
-		return int64(int16(le.Uint16(b))), nil
-	case typeInt4:
-		return int64(int32(le.Uint32(b))), nil
-	case typeInt8:
-		return int64(le.Uint64(b)), nil
+	id := ti.ID
+	if f, ok := fixedByID(id); ok {
+		id = f.idN // b holds exactly f.size bytes: decoded as the nullable form
+	}
+	switch id {
 	case typeIntN:
 		switch len(b) {
 		case 1:
@@ -495,14 +429,10 @@ func decodeValue(ti TypeInfo, b []byte) (any, error) {
 		case 8:
 			return int64(le.Uint64(b)), nil
 		}
-	case typeBit, typeBitN:
+	case typeBitN:
 		if len(b) == 1 {
 			return b[0] != 0, nil
 		}
-	case typeFlt4:
-		return float64(math.Float32frombits(le.Uint32(b))), nil
-	case typeFlt8:
-		return math.Float64frombits(le.Uint64(b)), nil
 	case typeFltN:
 		if len(b) == 4 {
 			return float64(math.Float32frombits(le.Uint32(b))), nil
@@ -510,9 +440,7 @@ func decodeValue(ti TypeInfo, b []byte) (any, error) {
 		if len(b) == 8 {
 			return math.Float64frombits(le.Uint64(b)), nil
 		}
-	case typeMoney4:
-		return decnum.FormatScaled(big.NewInt(int64(int32(le.Uint32(b)))), 4), nil
-	case typeMoney, typeMoneyN:
+	case typeMoneyN:
 		if len(b) == 4 {
 			return decnum.FormatScaled(big.NewInt(int64(int32(le.Uint32(b)))), 4), nil
 		}
@@ -520,10 +448,6 @@ func decodeValue(ti TypeInfo, b []byte) (any, error) {
 			v := int64(uint64(le.Uint32(b))<<32 | uint64(le.Uint32(b[4:])))
 			return decnum.FormatScaled(big.NewInt(v), 4), nil
 		}
-	case typeDateTim4:
-		return time.Date(1900, 1, 1+int(le.Uint16(b)), 0, int(le.Uint16(b[2:])), 0, 0, time.UTC), nil
-	case typeDateTime:
-		return decodeDateTime(b), nil
 	case typeDateTimeN:
 		if len(b) == 4 {
 			return time.Date(1900, 1, 1+int(le.Uint16(b)), 0, int(le.Uint16(b[2:])), 0, 0, time.UTC), nil

@@ -60,17 +60,36 @@ func appendDone(b []byte, tok byte, status, curCmd uint16, rows uint64) []byte {
 // The message is cut to the 65535 UTF-16 units a US_VARCHAR holds, the
 // server and procedure names to the 255 of a B_VARCHAR.
 func appendMessage(b []byte, tok byte, number int32, state, class uint8, msg, server, proc string, line int32) []byte {
-	m := utf16Units(msg, 0xFFFF)
-	s := utf16Units(server, 0xFF)
-	p := utf16Units(proc, 0xFF)
-	b = append(b, tok)
-	b = appendU16(b, uint16(4+1+1+2+len(m)+1+len(s)+1+len(p)+4))
-	b = appendU32(b, uint32(number))
-	b = append(b, state, class)
-	b = append(appendU16(b, uint16(len(m)/2)), m...)
-	b = append(append(b, byte(len(s)/2)), s...)
-	b = append(append(b, byte(len(p)/2)), p...)
-	return appendU32(b, uint32(line))
+	return appendSized(b, tok, func(b []byte) []byte {
+		b = append(appendU32(b, uint32(number)), state, class)
+		b = appendBVarChar(appendBVarChar(appendUSVarChar(b, msg), server), proc)
+		return appendU32(b, uint32(line))
+	})
+}
+
+// appendSized appends a token whose data is preceded by its USHORT length
+// (MS-TDS 2.2.4.2.1.3, variable-length tokens): tok, the length, then what
+// data appends.
+func appendSized(b []byte, tok byte, data func([]byte) []byte) []byte {
+	b = append(b, tok, 0, 0)
+	start := len(b)
+	b = data(b)
+	binary.LittleEndian.PutUint16(b[start-2:], uint16(len(b)-start))
+	return b
+}
+
+// appendBVarChar appends a B_VARCHAR: a byte count of UTF-16 units, then
+// the units, cut to the 255 a byte counts.
+func appendBVarChar(b []byte, s string) []byte {
+	u := utf16Units(s, 0xFF)
+	return append(append(b, byte(len(u)/2)), u...)
+}
+
+// appendUSVarChar appends a US_VARCHAR: a USHORT count of UTF-16 units,
+// then the units, cut to 65535.
+func appendUSVarChar(b []byte, s string) []byte {
+	u := utf16Units(s, 0xFFFF)
+	return append(appendU16(b, uint16(len(u)/2)), u...)
 }
 
 // utf16Units encodes s as UTF-16LE, cut to at most max units without
@@ -97,11 +116,9 @@ func utf16Units(s string, max int) []byte {
 
 // appendEnvChange appends an ENVCHANGE token with B_VARCHAR values.
 func appendEnvChange(b []byte, typ byte, newV, oldV string) []byte {
-	nv, ov := utf16Units(newV, 0xFF), utf16Units(oldV, 0xFF)
-	b = appendU16(append(b, tokEnvChange), uint16(1+1+len(nv)+1+len(ov)))
-	b = append(b, typ, byte(len(nv)/2))
-	b = append(append(b, nv...), byte(len(ov)/2))
-	return append(b, ov...)
+	return appendSized(b, tokEnvChange, func(b []byte) []byte {
+		return appendBVarChar(appendBVarChar(append(b, typ), newV), oldV)
+	})
 }
 
 // appendEnvChangeBytes appends an ENVCHANGE token with B_VARBYTE values
@@ -116,11 +133,10 @@ func appendEnvChangeBytes(b []byte, typ byte, newV, oldV []byte) []byte {
 // the TDS version in network byte order (go-mssqldb parseLoginAck reads
 // it big-endian), the program name and its version bytes.
 func appendLoginAck(b []byte, progName string, ver [4]byte) []byte {
-	n := utf16Units(progName, 0xFF)
-	b = appendU16(append(b, tokLoginAck), uint16(1+4+1+len(n)+4))
-	b = binary.BigEndian.AppendUint32(append(b, 1), tdsVersion74)
-	b = append(append(b, byte(len(n)/2)), n...)
-	return append(b, ver[:]...)
+	return appendSized(b, tokLoginAck, func(b []byte) []byte {
+		b = binary.BigEndian.AppendUint32(append(b, 1), tdsVersion74)
+		return append(appendBVarChar(b, progName), ver[:]...)
+	})
 }
 
 // appendReturnStatus appends RETURNSTATUS (MS-TDS 2.2.7.18).

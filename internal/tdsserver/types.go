@@ -160,45 +160,25 @@ func parseType(c Column, defColl Collation) (*colType, error) {
 	}
 	// fixed picks the fixed-length id for NOT NULL columns and the
 	// nullable one otherwise (MS-TDS 2.2.5.4).
-	fixed := func(k kind, notNull, nullable byte, n int) error {
-		t.kind, t.length = k, n
-		t.id = nullable
+	fixed := func(f fixedType) error {
+		t.kind, t.length = f.k, f.size
+		t.id = f.idN
 		if !c.Nullable {
-			t.id = notNull
+			t.id = f.id
 		}
 		return noArgs()
 	}
 	switch base {
-	case "bit":
-		err = fixed(kBit, typeBit, typeBitN, 1)
-	case "tinyint":
-		err = fixed(kTinyint, typeInt1, typeIntN, 1)
-	case "smallint":
-		err = fixed(kSmallint, typeInt2, typeIntN, 2)
-	case "int":
-		err = fixed(kInt, typeInt4, typeIntN, 4)
-	case "bigint":
-		err = fixed(kBigint, typeInt8, typeIntN, 8)
-	case "money":
-		err = fixed(kMoney, typeMoney, typeMoneyN, 8)
-	case "smallmoney":
-		err = fixed(kSmallmoney, typeMoney4, typeMoneyN, 4)
-	case "real":
-		err = fixed(kReal, typeFlt4, typeFltN, 4)
 	case "float":
 		var n int
 		if n, err = argN(53, 1, 53, false); err == nil {
 			args = nil
 			if n <= 24 { // float(1..24) is real
-				err = fixed(kReal, typeFlt4, typeFltN, 4)
+				err = fixed(mustFixed("real"))
 			} else {
-				err = fixed(kFloat, typeFlt8, typeFltN, 8)
+				err = fixed(mustFixed("float"))
 			}
 		}
-	case "datetime":
-		err = fixed(kDatetime, typeDateTime, typeDateTimeN, 8)
-	case "smalldatetime":
-		err = fixed(kSmalldatetime, typeDateTim4, typeDateTimeN, 4)
 	case "decimal", "numeric":
 		t.kind, t.id = kDecimal, typeDecimalN
 		if base == "numeric" {
@@ -292,7 +272,11 @@ func parseType(c Column, defColl Collation) (*colType, error) {
 		t.kind, t.id, t.length = kVariant, typeVariant, 8016
 		err = noArgs()
 	default:
-		return nil, fmt.Errorf("tdsserver: column %q: unknown type %q", c.Name, c.Type)
+		f, ok := fixedByName(base)
+		if !ok {
+			return nil, fmt.Errorf("tdsserver: column %q: unknown type %q", c.Name, c.Type)
+		}
+		err = fixed(f)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("tdsserver: column %q: type %q: %w", c.Name, c.Type, err)
@@ -333,6 +317,65 @@ func splitType(s string) (string, []string, error) {
 		return "", nil, fmt.Errorf("tdsserver: malformed column type %q", s)
 	}
 	return s[:i], strings.Split(s[i+1:len(s)-1], ","), nil
+}
+
+// fixedType is a fixed-length type and its nullable, byte-length form
+// (MS-TDS 2.2.5.4.1 FIXEDLENTYPE, 2.2.5.4.2 BYTELEN_TYPE).
+type fixedType struct {
+	name    string
+	k       kind
+	id, idN byte
+	size    int
+}
+
+// fixedTypes are the fixed-length types: every place that reads, writes
+// or names one looks it up here.
+var fixedTypes = []fixedType{
+	{"bit", kBit, typeBit, typeBitN, 1},
+	{"tinyint", kTinyint, typeInt1, typeIntN, 1},
+	{"smallint", kSmallint, typeInt2, typeIntN, 2},
+	{"int", kInt, typeInt4, typeIntN, 4},
+	{"bigint", kBigint, typeInt8, typeIntN, 8},
+	{"smallmoney", kSmallmoney, typeMoney4, typeMoneyN, 4},
+	{"money", kMoney, typeMoney, typeMoneyN, 8},
+	{"real", kReal, typeFlt4, typeFltN, 4},
+	{"float", kFloat, typeFlt8, typeFltN, 8},
+	{"smalldatetime", kSmalldatetime, typeDateTim4, typeDateTimeN, 4},
+	{"datetime", kDatetime, typeDateTime, typeDateTimeN, 8},
+}
+
+func fixedByName(name string) (fixedType, bool) {
+	for _, f := range fixedTypes {
+		if f.name == name {
+			return f, true
+		}
+	}
+	return fixedType{}, false
+}
+
+func mustFixed(name string) fixedType {
+	f, _ := fixedByName(name)
+	return f
+}
+
+// fixedByID finds a type by its fixed-length id.
+func fixedByID(id byte) (fixedType, bool) {
+	for _, f := range fixedTypes {
+		if f.id == id {
+			return f, true
+		}
+	}
+	return fixedType{}, false
+}
+
+// fixedByLen finds a type by its nullable id and value length.
+func fixedByLen(idN byte, n int) (fixedType, bool) {
+	for _, f := range fixedTypes {
+		if f.idN == idN && f.size == n {
+			return f, true
+		}
+	}
+	return fixedType{}, false
 }
 
 // DecimalLen is the value length of decimal(p,s): a sign byte and 4, 8,

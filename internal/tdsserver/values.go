@@ -691,16 +691,3 @@ func appendU32(b []byte, v uint32) []byte {
 func appendU64(b []byte, v uint64) []byte {
 	return appendU32(appendU32(b, uint32(v)), uint32(v>>32))
 }
-
-// appendBVarChar appends a B_VARCHAR: a byte count of UTF-16 units, then
-// the units (MS-TDS 2.2.5.1). Callers keep s to 255 units.
-func appendBVarChar(b []byte, s string) []byte {
-	u, _ := appendUTF16(nil, s)
-	return append(append(b, byte(len(u)/2)), u...)
-}
-
-// appendUSVarChar appends a US_VARCHAR: a USHORT count of UTF-16 units.
-func appendUSVarChar(b []byte, s string) []byte {
-	u, _ := appendUTF16(nil, s)
-	return append(appendU16(b, uint16(len(u)/2)), u...)
-}
