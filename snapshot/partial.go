@@ -289,7 +289,10 @@ func (p *Plan) CheckUsable(ctx context.Context, src source.Source) error {
 }
 
 // instanceChange names what differs between the instance a plan read and
-// the one the source describes now ("" for nothing).
+// the one the source describes now ("" for nothing). A column's type can
+// change under the same capture instance and start_lsn: SQL Server alters
+// the change table's column in place (sys.sp_cdc_get_ddl_history,
+// required_column_update).
 func instanceChange(was, now *source.CaptureInstance) string {
 	if !slices.Equal(was.Key, now.Key) {
 		return fmt.Sprintf("the capture instance's key changed from %v to %v", was.Key, now.Key)

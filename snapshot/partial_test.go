@@ -17,6 +17,7 @@ import (
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/snapshot"
+	"github.com/cdcsnap/cdcsnap/source"
 )
 
 var errCrash = errors.New("crash")
@@ -89,7 +90,14 @@ func TestResumeReadsOnlyWhatIsMissing(t *testing.T) {
 		}
 		stop := w.ChangeBetweenPages(t, rand.New(rand.NewPCG(r.Uint64(), 41)), r.IntN(3))
 		w.DB.ResetStats()
+		var first *snapshot.Progress
+		opts.Progress = func(p snapshot.Progress) {
+			if first == nil {
+				first = &p
+			}
+		}
 		res, err := snapshot.Take(ctx, w.DB, dst, opts)
+		opts.Progress = nil
 		stop()
 		if err != nil {
 			t.Fatalf("case %d: rerun after %v: %v", c, err1, err)
@@ -105,6 +113,9 @@ func TestResumeReadsOnlyWhatIsMissing(t *testing.T) {
 			t.Fatalf("case %d: the rerun read %d ranges; %d of %d were left", c, st.RangeReads, res.Partitions-res.PartitionsResumed, res.Partitions)
 		case st.RowsReturned != res.Rows-res.RowsResumed:
 			t.Fatalf("case %d: the rerun read %d rows; the partitions it had to read hold %d", c, st.RowsReturned, res.Rows-res.RowsResumed)
+		}
+		if res.PartitionsResumed > 0 && (first == nil || first.PartitionsResumed != res.PartitionsResumed || first.RowsResumed != res.RowsResumed || first.PartitionsDone < res.PartitionsResumed) {
+			t.Fatalf("case %d: the rerun's first progress report %+v does not show the %d partitions (%d rows) it resumed", c, first, res.PartitionsResumed, res.RowsResumed)
 		}
 		switch res.PartitionsResumed {
 		case 0:
@@ -550,5 +561,44 @@ func TestResumeAfterCleanupBelowItsLSN(t *testing.T) {
 	res, err := snapshot.Take(ctx, db, dst, opts)
 	if err != nil || !res.Resumed || res.LSN != p.LSN {
 		t.Fatalf("rerun after cleanup to the snapshot's LSN: %+v, %v; want the partial snapshot at %s resumed", res, err, p.LSN)
+	}
+}
+
+// retyped is a source whose capture instance's column "note" has another
+// type: ALTER COLUMN on a captured column alters the change table's column
+// in place, the same instance and start_lsn (sys.sp_cdc_get_ddl_history,
+// required_column_update). The fake has no ALTER COLUMN.
+type retyped struct{ *fake.DB }
+
+func (s retyped) CaptureInstance(ctx context.Context, name string) (*source.CaptureInstance, error) {
+	ci, err := s.DB.CaptureInstance(ctx, name)
+	if err == nil {
+		for i := range ci.Columns {
+			if ci.Columns[i].Name == "note" {
+				ci.Columns[i].Length = 200
+			}
+		}
+	}
+	return ci, err
+}
+
+// TestPartialAbandonedWhenAColumnChanges: a captured column whose type
+// changed under the same capture instance (same start_lsn) makes the
+// partial snapshot unusable: the rerun abandons it, naming the column.
+func TestPartialAbandonedWhenAColumnChanges(t *testing.T) {
+	ctx := context.Background()
+	db := ordersDB(t, fake.Options{}, 1000)
+	dst := fake.NewMemSink()
+	defer dst.Close()
+	opts := snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 5, Parallelism: 1, BatchRows: 50}
+	p := partialAfterFailure(t, db, dst, opts)
+	var logs bytes.Buffer
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	res, err := snapshot.Take(ctx, retyped{db}, dst, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Resumed || res.PartitionsResumed != 0 || !strings.Contains(logs.String(), `the captured column \"note\" changed`) {
+		t.Fatalf("rerun after a type change: %+v (partial at %s); want a new snapshot, the log naming the column:\n%s", res, p.LSN, logs.String())
 	}
 }
