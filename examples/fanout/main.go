@@ -260,14 +260,17 @@ func runWorkers(ctx context.Context, cfg config, plan *snapshot.Plan, todo []int
 		wg sync.WaitGroup
 		mu sync.Mutex
 	)
+	// The slot is taken here, not in the goroutine, so partitions start in
+	// plan order: with -parallel 1 a failure leaves every earlier partition
+	// recorded, which is what a rerun resumes from.
 	for k, i := range todo {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			errs[k] = ctx.Err()
+			continue
+		}
 		wg.Go(func() {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				errs[k] = ctx.Err()
-				return
-			}
 			defer func() { <-sem }()
 			r := &results[k]
 			for attempt := 0; attempt <= cfg.retries; attempt++ {
