@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"gocloud.dev/gcerrors"
+
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink"
 )
@@ -37,7 +39,13 @@ const (
 	chunksAppPrefix   = "cdcsnap/chunks/"
 	completeAppPrefix = "cdcsnap/chunked-complete/"
 	chunkedPlanDir    = "_cdcsnap/chunked/"
+	chunkedHeadDir    = "_cdcsnap/chunked-head/"
 )
+
+// chunkedHeadKey names a chunked snapshot's head: its sink.Chunked without
+// progress or plan, written put-if-absent before the open commit, so the
+// snapshot is found again from its rows once its txns are gone (rows.go).
+func chunkedHeadKey(planID string) string { return chunkedHeadDir + planID + ".json" }
 
 var _ sink.ChunkSink = (*Table)(nil)
 
@@ -134,8 +142,9 @@ func chunkedProgress(s *state, c sink.Chunked) sink.Chunked {
 }
 
 // findChunked returns the newest chunked snapshot of ci (ignoring case)
-// in s, without its plan.
-func findChunked(s *state, ci string) (sink.Chunked, bool) {
+// in s, without its plan: from its open txn, else (the txns expired) from
+// the heads of the instance's chunked snapshots and the table's rows.
+func (t *Table) findChunked(ctx context.Context, s *state, ci string) (sink.Chunked, bool, error) {
 	var best sink.Chunked
 	found := false
 	for _, c := range chunkedOpens(s) {
@@ -143,20 +152,99 @@ func findChunked(s *state, ci string) (sink.Chunked, bool) {
 			best, found = c, true
 		}
 	}
-	if !found {
-		return best, false
+	if found {
+		return chunkedProgress(s, best), true, nil
 	}
-	return chunkedProgress(s, best), true
+	return t.chunkedFromRows(ctx, s, ci, "")
 }
 
-// chunkedByPlan returns the chunked snapshot planID in s, without its plan.
-func chunkedByPlan(s *state, planID string) (sink.Chunked, bool) {
+// chunkedByPlan returns the chunked snapshot planID in s, without its
+// plan, found as findChunked finds one.
+func (t *Table) chunkedByPlan(ctx context.Context, s *state, planID string) (sink.Chunked, bool, error) {
 	for _, c := range chunkedOpens(s) {
 		if c.PlanID == planID {
-			return chunkedProgress(s, c), true
+			return chunkedProgress(s, c), true, nil
 		}
 	}
-	return sink.Chunked{}, false
+	return t.chunkedFromRows(ctx, s, "", planID)
+}
+
+// chunkedFromRows finds a chunked snapshot whose open txn is gone: of
+// instance ci the newest, or the one planID. A head counts only with
+// evidence that its open landed: a wave or completion txn, or rows of its
+// chunks (a head whose open lost a race, or whose waves committed nothing
+// visible, is a snapshot nobody can see: starting another one is safe).
+// Committed is then the larger of what the wave txns and the rows say;
+// chunks committed empty after the last chunk with rows are read again,
+// which adds no row twice.
+func (t *Table) chunkedFromRows(ctx context.Context, s *state, ci, planID string) (sink.Chunked, bool, error) {
+	heads, err := t.chunkedHeads(ctx, ci, planID)
+	if err != nil || len(heads) == 0 {
+		return sink.Chunked{}, false, err
+	}
+	name := ci
+	if name == "" {
+		name = heads[0].CaptureInstance
+	}
+	facts, err := t.scanRows(ctx, s, name, wantChunks)
+	if err != nil {
+		return sink.Chunked{}, false, fmt.Errorf("delta: table %s: finding chunked snapshots of %q from their rows: %w", t.url, name, err)
+	}
+	var best sink.Chunked
+	found := false
+	for _, h := range heads {
+		h.Version = -1
+		c := chunkedProgress(s, h)
+		last, rows := facts.chunks[c.LSN]
+		if !rows && c.Committed == 0 && !c.Complete {
+			continue
+		}
+		if rows {
+			c.Committed = max(c.Committed, int(last)+1)
+		}
+		if !found || best.LSN.Less(c.LSN) {
+			best, found = c, true
+		}
+	}
+	if found {
+		t.log.Info("chunked snapshot found from its head and the table's rows: its open txn is gone (a checkpoint drops txns older than delta.setTransactionRetentionDuration)",
+			"capture_instance", best.CaptureInstance, "plan_id", best.PlanID, "lsn", best.LSN.String(), "committed", best.Committed, "chunks", best.Chunks,
+			"files_read", facts.opened, "files_settled_by_stats", facts.skipped)
+	}
+	return best, found, nil
+}
+
+// chunkedHeads reads the heads of ci's chunked snapshots (ignoring case),
+// or the head of planID.
+func (t *Table) chunkedHeads(ctx context.Context, ci, planID string) ([]sink.Chunked, error) {
+	keys := []string{chunkedHeadKey(planID)}
+	if planID == "" {
+		var err error
+		if keys, err = t.listKeys(ctx, chunkedHeadDir, false); err != nil {
+			return nil, err
+		}
+	}
+	var out []sink.Chunked
+	for _, k := range keys {
+		if !strings.HasSuffix(k, ".json") {
+			continue
+		}
+		b, err := t.bucket.ReadAll(ctx, k)
+		if gcerrors.Code(err) == gcerrors.NotFound {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("delta: table %s: reading %s: %w", t.url, k, err)
+		}
+		var h sink.Chunked
+		if err := json.Unmarshal(b, &h); err != nil || h.PlanID == "" || h.Chunks <= 0 {
+			return nil, fmt.Errorf("delta: table %s: %s is not a chunked snapshot's head: %v", t.url, k, err)
+		}
+		if ci == "" || sink.SameInstance(h.CaptureInstance, ci) {
+			out = append(out, h)
+		}
+	}
+	return out, nil
 }
 
 // withPlan reads c's plan file into c.Plan.
@@ -197,7 +285,10 @@ func (t *Table) FindChunked(ctx context.Context, captureInstance string) (sink.C
 	if err != nil {
 		return sink.Chunked{}, err
 	}
-	c, ok := findChunked(s, captureInstance)
+	c, ok, err := t.findChunked(ctx, s, captureInstance)
+	if err != nil {
+		return sink.Chunked{}, err
+	}
 	if !ok {
 		return sink.Chunked{}, fmt.Errorf("delta: table %s, capture instance %q has no chunked snapshot: %w", t.url, captureInstance, sink.ErrNotFound)
 	}
@@ -235,14 +326,21 @@ func (t *Table) OpenChunked(ctx context.Context, info sink.Info, chunks int, pla
 	// this plan), sink.ErrSnapshotExists (found is the newest), another
 	// error, or nil.
 	check := func(s *state) error {
-		if c, ok := chunkedByPlan(s, info.PlanID); ok {
+		c, ok, err := t.chunkedByPlan(ctx, s, info.PlanID)
+		if err != nil {
+			return err
+		}
+		if ok {
 			found = c
 			if !sink.SameInstance(c.CaptureInstance, info.CaptureInstance) {
 				return fmt.Errorf("%s: the plan id is open already for capture instance %q", where, c.CaptureInstance)
 			}
 			return errChunkedExists
 		}
-		newest, ok := findChunked(s, info.CaptureInstance)
+		newest, ok, err := t.findChunked(ctx, s, info.CaptureInstance)
+		if err != nil {
+			return err
+		}
 		switch {
 		case ok && newest.PlanID != replaces:
 			found = newest
@@ -259,7 +357,11 @@ func (t *Table) OpenChunked(ctx context.Context, info sink.Info, chunks int, pla
 		return sink.Chunked{}, err
 	}
 	if err = check(s); err == nil {
-		if err := t.putPlan(ctx, info.PlanID, plan); err != nil {
+		head, _ := json.Marshal(sink.Chunked{CaptureInstance: st.CaptureInstance, LSN: st.LSN, CommitTS: st.CommitTS, PlanID: st.PlanID, Chunks: st.Chunks})
+		if err := t.putSame(ctx, chunkedHeadKey(info.PlanID), head); err != nil {
+			return sink.Chunked{}, fmt.Errorf("%s: %w", where, err)
+		}
+		if err := t.putSame(ctx, chunkedPlanKey(info.PlanID), plan); err != nil {
 			return sink.Chunked{}, fmt.Errorf("%s: %w", where, err)
 		}
 		um := chunkedMeta(st, "open", 0, 0, nil)
@@ -293,10 +395,9 @@ func (t *Table) OpenChunked(ctx context.Context, info sink.Info, chunks int, pla
 	return st, nil
 }
 
-// putPlan writes a plan file put-if-absent; one that exists already must
-// hold the same bytes (an earlier attempt of this open).
-func (t *Table) putPlan(ctx context.Context, planID string, plan []byte) error {
-	key := chunkedPlanKey(planID)
+// putSame writes a file put-if-absent; one that exists already must hold
+// the same bytes (an earlier attempt of this open).
+func (t *Table) putSame(ctx context.Context, key string, plan []byte) error {
 	err := t.putIfAbsent(ctx, key, plan)
 	if !errors.Is(err, errConflict) {
 		if err != nil {
@@ -352,7 +453,10 @@ func (t *Table) CommitChunks(ctx context.Context, info sink.Info, wave sink.Wave
 	}
 	var cur sink.Chunked
 	v, err := t.commit(ctx, func(s *state, v int64) ([]action, error) {
-		c, ok := chunkedByPlan(s, info.PlanID)
+		c, ok, err := t.chunkedByPlan(ctx, s, info.PlanID)
+		if err != nil {
+			return nil, err
+		}
 		if !ok {
 			return nil, fmt.Errorf("the table holds no chunked snapshot with this plan id")
 		}
@@ -404,7 +508,10 @@ func (t *Table) CompleteChunked(ctx context.Context, info sink.Info) (sink.Chunk
 	where := fmt.Sprintf("delta: table %s: completing chunked snapshot %s of %q", t.url, info.PlanID, info.CaptureInstance)
 	var cur sink.Chunked
 	v, err := t.commit(ctx, func(s *state, v int64) ([]action, error) {
-		c, ok := chunkedByPlan(s, info.PlanID)
+		c, ok, err := t.chunkedByPlan(ctx, s, info.PlanID)
+		if err != nil {
+			return nil, err
+		}
 		if !ok {
 			return nil, fmt.Errorf("the table holds no chunked snapshot with this plan id")
 		}

@@ -151,7 +151,13 @@ func (w *ordersWorld) tableImage(t testing.TB, ctx context.Context, tb *Table) *
 // the table once, and the state survives reopening the table.
 func TestBackfillIntoDelta(t *testing.T) {
 	ctx := context.Background()
-	for c, url := range []string{"local", "mem://", "local", "mem://"} {
+	expiries := 0
+	defer func() {
+		if !t.Failed() && expiries == 0 {
+			t.Error("no case expired the txn records between waves: the test proves nothing about finding a chunked snapshot from its rows")
+		}
+	}()
+	for c, url := range []string{"local", "mem://", "local", "mem://", "local", "local"} {
 		r := rand.New(rand.NewPCG(uint64(c), 42))
 		dir := url
 		if url == "local" {
@@ -173,6 +179,7 @@ func TestBackfillIntoDelta(t *testing.T) {
 		}
 		next, batch := from, int64(0)
 		var res snapshot.BackfillResult
+		expired := false
 		for wave := 0; ; wave++ {
 			for range r.IntN(5) {
 				w.change(r)
@@ -185,10 +192,22 @@ func TestBackfillIntoDelta(t *testing.T) {
 				t.Fatalf("case %d wave %d: %v", c, wave, err)
 			}
 			if res.PlanID != open.PlanID || res.LSN != open.LSN {
-				t.Fatalf("case %d wave %d: resumed %+v, want the snapshot opened at %s", c, wave, res, open.LSN)
+				t.Fatalf("case %d wave %d: resumed %+v, want the snapshot opened at %s (txns expired: %v)", c, wave, res, open.LSN, expired)
 			}
 			if res.Complete {
 				break
+			}
+			// A user's retention settings expire the txn records (and
+			// OPTIMIZE mixes the files) once chunk rows are visible: the
+			// next wave resumes from the head and the rows.
+			if url == "local" && r.IntN(3) == 0 && hasChunkRows(t, ctx, tb, w.ci, open.LSN) {
+				expireTxns(t, ctx, dir)
+				tb = openLocal(t, dir, Options{CheckpointInterval: 4, TargetFileSize: 4 << 10, RowGroupRows: 50})
+				if files, _ := tb.Files(ctx); r.IntN(2) == 0 && len(files) > 1 {
+					compact(t, ctx, tb, files, []string{"all", "none", "head"}[r.IntN(3)])
+				}
+				expired = true
+				expiries++
 			}
 			if wave > 1000 {
 				t.Fatalf("case %d: no progress: %+v", c, res)
@@ -211,7 +230,7 @@ func TestBackfillIntoDelta(t *testing.T) {
 
 		// A new Table on the same folder finds the complete snapshot; a
 		// rerun reads nothing; FindSnapshot sees no whole snapshot.
-		if url == "local" {
+		if url == "local" && !expired {
 			tb2 := openLocal(t, dir, Options{})
 			found, err := tb2.FindChunked(ctx, "DBO_ORDERS")
 			if err != nil || !found.Complete || found.PlanID != res.PlanID || found.Committed != res.Chunks || found.Version != res.Version {
@@ -226,6 +245,22 @@ func TestBackfillIntoDelta(t *testing.T) {
 			t.Fatalf("case %d: FindSnapshot = %v, want ErrNotFound next to a chunked snapshot", c, err)
 		}
 	}
+}
+
+// hasChunkRows reports whether the table holds rows of ci's chunked
+// snapshot at l.
+func hasChunkRows(t testing.TB, ctx context.Context, tb *Table, ci string, l lsn.LSN) bool {
+	t.Helper()
+	s, err := tb.current(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts, err := tb.scanRows(ctx, s, ci, wantChunks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ok := facts.chunks[l]
+	return ok
 }
 
 func mustInstance(t testing.TB, w *ordersWorld) *source.CaptureInstance {

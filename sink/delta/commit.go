@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -52,7 +53,22 @@ func snapshotAppID(info sink.Info, rows int64) string {
 }
 
 func changesAppID(ci string) string {
-	return changesAppPrefix + url.PathEscape(strings.ToLower(ci))
+	return changesAppPrefix + url.PathEscape(foldKey(ci))
+}
+
+// foldKey is one spelling for all names equal ignoring case
+// (strings.EqualFold, which sink.SameInstance uses): each rune becomes the
+// lower case of the least rune of its case-folding orbit. It is
+// strings.ToLower for ASCII names, but also maps "ſ" (U+017F) and "K"
+// (U+212A), which EqualFold matches to s and k, where ToLower does not.
+func foldKey(ci string) string {
+	return strings.Map(func(r rune) rune {
+		mn := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			mn = min(mn, f)
+		}
+		return unicode.ToLower(mn)
+	}, ci)
 }
 
 // parseSnapshotTxn decodes a snapshot txn; ok is false for other txns.
@@ -119,17 +135,33 @@ func (t *Table) Snapshots(ctx context.Context) ([]sink.Snapshot, error) {
 }
 
 // FindSnapshot returns the newest whole snapshot of captureInstance
-// (ignoring case), read from the log's txn actions only: it works after
-// checkpoints and log cleanup and reads no data file.
+// (ignoring case). It reads the log's txn actions, which survive
+// checkpoints and log cleanup; when a checkpoint has dropped the record
+// (txns older than delta.setTransactionRetentionDuration), it finds the
+// snapshot from the table's rows, pruned by file statistics (see
+// rows.go), and the Snapshot's Version is then -1.
 func (t *Table) FindSnapshot(ctx context.Context, captureInstance string) (sink.Snapshot, error) {
 	s, err := t.current(ctx)
 	if err != nil {
 		return sink.Snapshot{}, err
 	}
-	if sn, ok := findSnapshot(s, captureInstance); ok {
+	sn, ok, err := t.newestSnapshot(ctx, s, captureInstance)
+	if err != nil {
+		return sink.Snapshot{}, err
+	}
+	if ok {
 		return sn, nil
 	}
 	return sink.Snapshot{}, fmt.Errorf("delta: table %s, capture instance %q: %w", t.url, captureInstance, sink.ErrNotFound)
+}
+
+// newestSnapshot returns the newest whole snapshot of ci in s: from its
+// txn record, else from the rows.
+func (t *Table) newestSnapshot(ctx context.Context, s *state, ci string) (sink.Snapshot, bool, error) {
+	if sn, ok := findSnapshot(s, ci); ok {
+		return sn, true, nil
+	}
+	return t.snapshotFromRows(ctx, s, ci)
 }
 
 // WritePartition writes the records of rr into new data files that no
@@ -233,7 +265,11 @@ func (t *Table) CommitSnapshot(ctx context.Context, info sink.Info, parts []sink
 	var existing sink.Snapshot
 	um, _ := json.Marshal(sink.NewUserMetadata(info))
 	v, err := t.commit(ctx, func(s *state, v int64) ([]action, error) {
-		if sn, ok := findSnapshot(s, info.CaptureInstance); ok && sn.LSN != info.Replaces {
+		sn, ok, err := t.newestSnapshot(ctx, s, info.CaptureInstance)
+		if err != nil {
+			return nil, err
+		}
+		if ok && sn.LSN != info.Replaces {
 			existing = sn
 			return nil, sink.ErrSnapshotExists
 		}
@@ -328,12 +364,14 @@ func (t *Table) AppendChanges(ctx context.Context, captureInstance string, batch
 	if err != nil {
 		return 0, err
 	}
-	if tx, ok := s.txns[appID]; ok && tx.Version >= batchID {
-		t.log.Info("change batch already appended", "capture_instance", captureInstance, "batch_id", batchID)
-		return s.version, nil
-	}
 	if err := t.checkWrite(s); err != nil {
 		return 0, err
+	}
+	if last, ok, err := t.lastBatch(ctx, s, captureInstance); err != nil {
+		return 0, err
+	} else if ok && last >= batchID {
+		t.log.Info("change batch already appended", "capture_instance", captureInstance, "batch_id", batchID)
+		return s.version, nil
 	}
 	schema := rr.Schema()
 	if err := t.checkSchema(s, schema); err != nil {
@@ -348,7 +386,9 @@ func (t *Table) AppendChanges(ctx context.Context, captureInstance string, batch
 	}
 	um, _ := json.Marshal(map[string]any{"changes": captureInstance, "batch_id": batchID})
 	v, err := t.commit(ctx, func(s *state, v int64) ([]action, error) {
-		if tx, ok := s.txns[appID]; ok && tx.Version >= batchID {
+		if last, ok, err := t.lastBatch(ctx, s, captureInstance); err != nil {
+			return nil, err
+		} else if ok && last >= batchID {
 			return nil, errNoop
 		}
 		head, err := t.schemaActions(s, schema)

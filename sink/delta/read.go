@@ -55,6 +55,9 @@ type tableReader struct {
 	refs   int64
 	// filter, when set, selects the rows of each (adapted) record to keep.
 	filter func(rec arrow.RecordBatch) (*array.Boolean, error)
+	// project reads only the file's columns named in schema (which must
+	// be top-level primitive columns).
+	project bool
 }
 
 func (r *tableReader) Retain() { atomic.AddInt64(&r.refs, 1) }
@@ -145,7 +148,16 @@ func (r *tableReader) open(a AddFile) error {
 		_ = pf.Close()
 		return fmt.Errorf("delta: opening %s: %w", a.Path, err)
 	}
-	rr, err := fr.GetRecordReader(r.ctx, nil, nil)
+	var cols []int
+	if r.project {
+		cols = []int{}
+		for _, f := range r.schema.Fields() {
+			if i := pf.MetaData().Schema.ColumnIndexByName(f.Name); i >= 0 {
+				cols = append(cols, i)
+			}
+		}
+	}
+	rr, err := fr.GetRecordReader(r.ctx, cols, nil)
 	if err != nil {
 		_ = pf.Close()
 		return fmt.Errorf("delta: opening %s: %w", a.Path, err)
@@ -208,7 +220,10 @@ func (t *Table) ReadSnapshotRows(ctx context.Context, captureInstance string) (a
 	if err != nil {
 		return nil, err
 	}
-	sn, ok := findSnapshot(s, captureInstance)
+	sn, ok, err := t.newestSnapshot(ctx, s, captureInstance)
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
 		return nil, fmt.Errorf("delta: table %s, capture instance %q: %w", t.url, captureInstance, sink.ErrNotFound)
 	}
