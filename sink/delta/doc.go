@@ -45,10 +45,39 @@
 //	cdcsnap/snapshot/<capture instance, path-escaped>/<LSN>/<commit_ts µs>/<rows>
 //
 // and its version is the table version of the commit. FindSnapshot reads
-// only txn actions (from the checkpoint and the commits after it), never
-// commitInfo or a data file; the newest version of an instance wins, so a
-// resnapshot supersedes the earlier one. Change batches use appId
-// "cdcsnap/changes/<lower capture instance>" with the batch id as version.
+// txn actions (from the checkpoint and the commits after it), never
+// commitInfo; the newest version of an instance wins, so a resnapshot
+// supersedes the earlier one. Change batches use appId
+// "cdcsnap/changes/<capture instance folded to lower case>" with the batch
+// id as version.
+//
+// # When the txn records are gone: the rows are the truth
+//
+// The protocol lets a checkpoint drop txn actions older than
+// delta.setTransactionRetentionDuration, and delta-rs and Spark do; with
+// log cleanup the record is then gone for good. So when a record is
+// missing, the package finds the same facts from the table's rows:
+//
+//   - a whole snapshot: the rows with _operation 0, the instance in
+//     _capture_instance (ignoring case) and _chunk NULL; the newest is the
+//     highest coalesce(_snapshot, _start_lsn), its Rows the count of its
+//     rows, its CommitTS their _commit_ts, and its Version -1;
+//   - the last change batch: the largest _batch_id of the instance's
+//     rows (an empty batch leaves no row, so it is appended again, which
+//     appends nothing);
+//   - a chunked snapshot: its head (_cdcsnap/chunked-head/<planID>.json,
+//     written before the open commit) with evidence that it is visible (a
+//     wave txn or rows with its LSN in _snapshot and _chunk set); Committed
+//     is one past the largest _chunk of its rows.
+//
+// The search is pruned by each file's statistics: a file that cannot hold
+// a row of interest is skipped, a file holding only one instance's
+// snapshot rows of one LSN (what this package writes) is counted from its
+// stats, and only the rest (files OPTIMIZE or Z-order mixed, or written
+// without stats for the metadata columns, e.g. past
+// delta.dataSkippingNumIndexedCols) have their metadata columns read; one
+// row of one file gives the exact commit time. The log says which path
+// found a record ("found from the table's rows").
 //
 // # Chunked snapshots
 //
