@@ -14,6 +14,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/cdcsnap/cdcsnap/fake"
@@ -200,39 +201,15 @@ func checkSnapshotRows(t testing.TB, ctx context.Context, w *testworld.World, tb
 	return im, nil
 }
 
-// filter returns the rows of rec where keep is true.
+// filter returns the rows of rec where keep is true (every run of them:
+// a table reader over the runs would stop at the first chunk boundary).
 func filter(rec arrow.RecordBatch, keep []bool) (arrow.RecordBatch, error) {
-	var slices []arrow.RecordBatch
-	defer func() {
-		for _, s := range slices {
-			s.Release()
-		}
-	}()
-	for i := 0; i < len(keep); {
-		if !keep[i] {
-			i++
-			continue
-		}
-		j := i
-		for j < len(keep) && keep[j] {
-			j++
-		}
-		slices = append(slices, rec.NewSlice(int64(i), int64(j)))
-		i = j
-	}
-	if len(slices) == 0 {
-		return rec.NewSlice(0, 0), nil
-	}
-	tbl := array.NewTableFromRecords(rec.Schema(), slices)
-	defer tbl.Release()
-	tr := array.NewTableReader(tbl, tbl.NumRows()+1)
-	defer tr.Release()
-	if !tr.Next() {
-		return rec.NewSlice(0, 0), nil
-	}
-	out := tr.RecordBatch()
-	out.Retain()
-	return out, nil
+	b := array.NewBooleanBuilder(memory.DefaultAllocator)
+	defer b.Release()
+	b.AppendValues(keep, nil)
+	mask := b.NewBooleanArray()
+	defer mask.Release()
+	return compute.FilterRecordBatch(context.Background(), rec, mask, compute.DefaultFilterOptions())
 }
 
 // streamAndCompare streams the changes after from.Prev() (from is the

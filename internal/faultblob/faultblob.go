@@ -135,6 +135,17 @@ type Bucket struct {
 	faults []*fault
 	calls  []Call
 	fired  int
+	// unconditional drops IfNotExist from writes: a store that ignores
+	// If-None-Match (see IgnoreIfNotExist).
+	unconditional bool
+}
+
+// IgnoreIfNotExist makes b a store without conditional writes: a write
+// with IfNotExist replaces an existing object instead of failing.
+func (b *Bucket) IgnoreIfNotExist() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.unconditional = true
 }
 
 // injected is the error type of injected faults.
@@ -365,12 +376,15 @@ func (r *reader) As(i any) bool { return r.r.As(i) }
 
 // NewTypedWriter implements driver.Bucket.
 func (b *Bucket) NewTypedWriter(ctx context.Context, key, contentType string, opts *driver.WriterOptions) (driver.Writer, error) {
+	b.mu.Lock()
+	ifNotExist := opts.IfNotExist && !b.unconditional
+	b.mu.Unlock()
 	wctx, cancel := context.WithCancel(ctx)
 	w := &writer{b: b, key: key, ctx: wctx, cancel: cancel, opts: &blob.WriterOptions{
 		BufferSize: opts.BufferSize, MaxConcurrency: opts.MaxConcurrency, CacheControl: opts.CacheControl,
 		ContentDisposition: opts.ContentDisposition, ContentEncoding: opts.ContentEncoding, ContentLanguage: opts.ContentLanguage,
 		ContentType: contentType, ContentMD5: opts.ContentMD5, Metadata: opts.Metadata,
-		DisableContentTypeDetection: true, IfNotExist: opts.IfNotExist,
+		DisableContentTypeDetection: true, IfNotExist: ifNotExist,
 	}}
 	if f := b.check(OpWrite, key); f != nil {
 		w.writeFault = f

@@ -73,9 +73,10 @@ type AddFile struct {
 	Stats string `json:"stats,omitempty"`
 	// Tags are the writer's tags.
 	Tags StringMap `json:"tags,omitempty"`
-	// DeletionVector is present on tables with deletion vectors; this
-	// package refuses those tables, so it is never interpreted.
-	DeletionVector json.RawMessage `json:"deletionVector,omitempty"`
+	// DeletionVector, when set, names the rows of the file that are
+	// deleted (tables with the deletionVectors feature); readers skip them.
+	// This package never writes one.
+	DeletionVector *DeletionVector `json:"deletionVector,omitempty"`
 }
 
 // FileStats is the decoded form of AddFile.Stats.
@@ -123,7 +124,7 @@ type removeFile struct {
 	ExtendedFileMetadata bool            `json:"extendedFileMetadata,omitempty"`
 	PartitionValues      StringMap       `json:"partitionValues,omitempty"`
 	Size                 int64           `json:"size,omitempty"`
-	DeletionVector       json.RawMessage `json:"deletionVector,omitempty"`
+	DeletionVector       *DeletionVector `json:"deletionVector,omitempty"`
 }
 
 // Txn is a Delta txn (SetTransaction) action: an application's last

@@ -542,6 +542,9 @@ func (t *Table) putIfAbsent(ctx context.Context, key string, data []byte) error 
 		}
 		return nil
 	}
+	if err := t.checkConditionalWrites(ctx); err != nil {
+		return err
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w, err := t.bucket.NewWriter(wctx, key, &blob.WriterOptions{IfNotExist: true, ContentType: "application/json"})

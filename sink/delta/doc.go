@@ -30,6 +30,15 @@
 // an error wrapping sink.ErrSnapshotExists. A classic Parquet checkpoint
 // is written every Options.CheckpointInterval commits.
 //
+// The store must honour the condition. Before a Table's first conditional
+// write to a bucket it writes a probe object (_cdcsnap/probe/<uuid>)
+// twice with IfNotExist, deletes it, and refuses the store with
+// ErrNoConditionalWrites if the second write succeeded: an S3-compatible
+// store that ignores If-None-Match would let two writers of one version
+// overwrite each other's commit. AWS S3 (since August 2024), GCS and
+// Azure honour it, and package reliability runs every commit path against
+// moto, fake-gcs-server and Azurite.
+//
 // The first write creates the table (protocol 1/2, the records' schema).
 // Records with extra nullable columns add them to the schema (the bronze
 // migration that added _snapshot and _chunk); any other difference is a
@@ -127,10 +136,15 @@
 // The reader replays the log from the newest complete classic checkpoint
 // (single or multi-part; _last_checkpoint is only a hint, so a stale or
 // missing one is fine) and the JSON commits after it, to list the live
-// files, the schema, the txn records and the snapshots. Tables that need
-// a protocol feature it does not implement (deletion vectors, column
-// mapping, v2 checkpoints, any unknown reader feature) are refused with an
-// *UnsupportedProtocolError naming the feature, never misread; writing
-// needs writer version 2 or below and an unpartitioned table. ReadAll
-// reads the live files back into Arrow.
+// files, the schema, the txn records and the snapshots. A logical file is
+// (path, deletion vector): every read (ReadAll, ReadSnapshotRows, the
+// rows fallback) skips the rows a file's deletion vector deletes (inline
+// or in a deletion_vector_<uuid>.bin file, portable or native
+// RoaringBitmapArray format, CRC-checked), so tables with the
+// deletionVectors feature, on by default on Databricks, are read as
+// Spark reads them. Tables that need a protocol feature it does not
+// implement (column mapping, v2 checkpoints, any unknown reader feature)
+// are refused with an *UnsupportedProtocolError naming the feature, never
+// misread; writing needs writer version 2 or below and an unpartitioned
+// table. ReadAll reads the live files back into Arrow.
 package delta

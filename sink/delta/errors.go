@@ -82,5 +82,11 @@ func (e *CorruptLogError) Unwrap() error { return e.Err }
 // already exists.
 var errConflict = errors.New("delta: commit version already exists")
 
+// ErrNoConditionalWrites is returned by the first write to a table whose
+// store ignores put-if-absent (a second conditional write of one key
+// succeeded): two writers of one version would overwrite each other's
+// commit, so nothing is written.
+var ErrNoConditionalWrites = errors.New("delta: the store does not honour conditional writes (put-if-absent)")
+
 // ErrClosed is returned by a Table's methods after Close.
 var ErrClosed = errors.New("delta: table is closed")

@@ -62,12 +62,18 @@ func (s *state) clone() *state {
 
 func (s *state) apply(a *action) error {
 	switch {
+	// A logical file is (path, deletion vector): the newest add of a path
+	// is live, and a remove drops it only if it names the same vector
+	// (Action Reconciliation in PROTOCOL.md), whatever the order of the
+	// two in one commit.
 	case a.Add != nil:
 		s.files[a.Add.Path] = a.Add
-		delete(s.removes, a.Add.Path)
+		delete(s.removes, a.Add.Path+"\x00"+a.Add.DeletionVector.UniqueID())
 	case a.Remove != nil:
-		delete(s.files, a.Remove.Path)
-		s.removes[a.Remove.Path] = a.Remove
+		if f, ok := s.files[a.Remove.Path]; ok && f.DeletionVector.UniqueID() == a.Remove.DeletionVector.UniqueID() {
+			delete(s.files, a.Remove.Path)
+		}
+		s.removes[a.Remove.Path+"\x00"+a.Remove.DeletionVector.UniqueID()] = a.Remove
 	case a.MetaData != nil:
 		sc, err := parseSchema(a.MetaData.SchemaString)
 		if err != nil {
@@ -500,7 +506,9 @@ func marshalColumn(arr arrow.Array) ([]json.RawMessage, error) {
 }
 
 // supportedReaderFeature reports table features this reader may ignore.
-func supportedReaderFeature(f string) bool { return f == "vacuumProtocolCheck" }
+func supportedReaderFeature(f string) bool {
+	return f == "vacuumProtocolCheck" || f == "deletionVectors"
+}
 
 func (t *Table) checkProtocol(p *Protocol) error {
 	var unsupported []string

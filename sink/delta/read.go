@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
@@ -58,6 +59,10 @@ type tableReader struct {
 	// project reads only the file's columns named in schema (which must
 	// be top-level primitive columns).
 	project bool
+	// deleted holds the open file's deleted row indexes (its deletion
+	// vector), nil when it has none; pos is the file's next row index.
+	deleted *roaring64.Bitmap
+	pos     uint64
 }
 
 func (r *tableReader) Retain() { atomic.AddInt64(&r.refs, 1) }
@@ -111,7 +116,12 @@ func (r *tableReader) Next() bool {
 			r.next++
 		}
 		if r.rr.Next() {
-			rec, err := r.adapt(r.rr.RecordBatch())
+			raw := r.rr.RecordBatch()
+			rec, err := r.adapt(raw)
+			if err == nil && r.deleted != nil {
+				rec, err = r.dropDeleted(rec)
+			}
+			r.pos += uint64(raw.NumRows())
 			if err == nil && r.filter != nil {
 				rec, err = r.applyFilter(rec)
 			}
@@ -119,7 +129,7 @@ func (r *tableReader) Next() bool {
 				r.err = fmt.Errorf("delta: reading %s: %w", r.files[r.next-1].Path, err)
 				return false
 			}
-			if rec.NumRows() == 0 && r.filter != nil {
+			if rec.NumRows() == 0 && (r.filter != nil || r.deleted != nil) {
 				rec.Release()
 				continue
 			}
@@ -135,6 +145,14 @@ func (r *tableReader) Next() bool {
 }
 
 func (r *tableReader) open(a AddFile) error {
+	r.deleted, r.pos = nil, 0
+	if a.DeletionVector != nil {
+		bm, err := a.DeletionVector.load(r.ctx, r.t)
+		if err != nil {
+			return fmt.Errorf("delta: deletion vector of %s: %w", a.Path, err)
+		}
+		r.deleted = bm
+	}
 	ra, err := newBlobReaderAt(r.ctx, r.t.bucket, a.key())
 	if err != nil {
 		return fmt.Errorf("delta: opening %s: %w", a.Path, err)
@@ -197,6 +215,20 @@ func (r *tableReader) adapt(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 		cols[i] = cc
 	}
 	return array.NewRecordBatch(r.schema, cols, int64(n)), nil
+}
+
+// dropDeleted removes from rec (rows pos.. of the open file) the rows its
+// deletion vector deletes, and releases rec.
+func (r *tableReader) dropDeleted(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	defer rec.Release()
+	b := array.NewBooleanBuilder(memory.DefaultAllocator)
+	defer b.Release()
+	for i := range uint64(rec.NumRows()) {
+		b.Append(!r.deleted.Contains(r.pos + i))
+	}
+	mask := b.NewBooleanArray()
+	defer mask.Release()
+	return compute.FilterRecordBatch(r.ctx, rec, mask, compute.DefaultFilterOptions())
 }
 
 func (r *tableReader) applyFilter(rec arrow.RecordBatch) (arrow.RecordBatch, error) {

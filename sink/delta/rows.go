@@ -200,8 +200,12 @@ func (t *Table) scanRows(ctx context.Context, s *state, ci string, want rowsWant
 				}
 				break
 			}
+			live := st.NumRecords - f.DeletionVector.deletedRows()
+			if live <= 0 {
+				break // every row deleted (a deletion vector)
+			}
 			sn := facts.snap(parsed)
-			sn.rows += st.NumRecords
+			sn.rows += live
 			if sn.file == nil {
 				sn.file = &f
 			}

@@ -16,6 +16,7 @@ import (
 	_ "gocloud.dev/blob/gcsblob" // gs:// tables
 	_ "gocloud.dev/blob/memblob" // mem:// tables
 	_ "gocloud.dev/blob/s3blob"  // s3:// tables
+	"gocloud.dev/gcerrors"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -76,6 +77,10 @@ type Table struct {
 	mu     sync.Mutex
 	cache  *state
 	closed bool
+
+	// condMu guards condChecked: the store was seen to honour put-if-absent.
+	condMu      sync.Mutex
+	condChecked bool
 }
 
 var _ sink.Sink = (*Table)(nil)
@@ -253,4 +258,48 @@ func (t *Table) ArrowSchema(ctx context.Context) (*arrow.Schema, error) {
 		return nil, err
 	}
 	return s.ArrowSchema()
+}
+
+// checkConditionalWrites makes sure, once per Table, that a bucket store
+// honours put-if-absent before the table's first conditional write: it
+// writes a probe object under _cdcsnap/probe/ twice with IfNotExist and
+// refuses the store (ErrNoConditionalWrites) if the second write
+// succeeds. S3 (since August 2024), GCS and Azure honour it; so do the
+// emulators package reliability runs (moto, fake-gcs-server, Azurite).
+// An S3-compatible store that ignores If-None-Match would let two writers
+// of one version overwrite each other's commit.
+func (t *Table) checkConditionalWrites(ctx context.Context) error {
+	t.condMu.Lock()
+	defer t.condMu.Unlock()
+	if t.condChecked {
+		return nil
+	}
+	key := "_cdcsnap/probe/" + newUUID()
+	put := func() error {
+		w, err := t.bucket.NewWriter(ctx, key, &blob.WriterOptions{IfNotExist: true, ContentType: "text/plain"})
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write([]byte("cdcsnap checks that this store honours put-if-absent\n")); err != nil {
+			_ = w.Close()
+			return err
+		}
+		return w.Close()
+	}
+	if err := put(); err != nil {
+		return fmt.Errorf("delta: table %s: checking the store's conditional writes (%s): %w", t.url, key, err)
+	}
+	err := put()
+	if derr := t.bucket.Delete(ctx, key); derr != nil {
+		t.log.Warn("could not delete the conditional-write probe", "key", key, "error", derr)
+	}
+	switch c := gcerrors.Code(err); {
+	case err == nil:
+		return fmt.Errorf("delta: table %s: a second put-if-absent of %s succeeded: %w", t.url, key, ErrNoConditionalWrites)
+	case c == gcerrors.FailedPrecondition || c == gcerrors.AlreadyExists:
+		t.condChecked = true
+		return nil
+	default:
+		return fmt.Errorf("delta: table %s: checking the store's conditional writes (%s): %w", t.url, key, err)
+	}
 }

@@ -2,10 +2,16 @@ package delta
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/blob/memblob"
+
+	"github.com/cdcsnap/cdcsnap/internal/faultblob"
 )
 
 func TestBucketURL(t *testing.T) {
@@ -46,5 +52,37 @@ func TestOpenFileURL(t *testing.T) {
 		if filepath.Ext(e.Name()) == ".attrs" || filepath.Ext(e.Name()) == ".tmp" {
 			t.Errorf("stray file %s in the log", e.Name())
 		}
+	}
+}
+
+// TestRefusesStoreWithoutConditionalWrites: on a store that ignores
+// put-if-absent, the first write is refused with ErrNoConditionalWrites
+// and no commit is written; on one that honours it, the probe leaves
+// nothing behind.
+func TestRefusesStoreWithoutConditionalWrites(t *testing.T) {
+	ctx := context.Background()
+	schema := bronze(t, capturedSchema())
+	for _, honours := range []bool{false, true} {
+		mem := memblob.OpenBucket(nil)
+		fb := faultblob.New(mem, false)
+		if !honours {
+			fb.IgnoreIfNotExist()
+		}
+		b := fb.Bucket()
+		tb := OpenBucket(b, "mem://probe", Options{})
+		_, err := takeSnapshot(ctx, t, tb, snapshotInfo(t, schema, "dbo_Orders", "0x0000002A000000100001"), 2, 10)
+		if honours != (err == nil) || !honours && !errors.Is(err, ErrNoConditionalWrites) {
+			t.Fatalf("honours %v: %v", honours, err)
+		}
+		logs, _ := mem.List(&blob.ListOptions{Prefix: "_delta_log/"}).Next(ctx)
+		probes, _ := mem.List(&blob.ListOptions{Prefix: "_cdcsnap/probe/"}).Next(ctx)
+		if honours != (logs != nil) || probes != nil {
+			t.Fatalf("honours %v: log %v, probe left %v", honours, logs, probes)
+		}
+		if n := fb.Count(faultblob.OpWrite, "^_cdcsnap/probe/"); n != 2 {
+			t.Fatalf("honours %v: %d probe writes, want 2 (once per table)", honours, n)
+		}
+		_ = b.Close()
+		_ = mem.Close()
 	}
 }

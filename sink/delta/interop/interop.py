@@ -44,6 +44,23 @@ def oracle(paths):
             }
         except Exception as e:  # noqa: BLE001 - the error is the answer
             out[name] = {"error": f"{type(e).__name__}: {e}"}
+            continue
+        # The rows as delta-rs reads them (deletion vectors applied): their
+        # count, and the sorted values of the first integer column.
+        try:
+            from deltalake import QueryBuilder
+
+            # DataFusion's scan applies deletion vectors; to_pyarrow_table
+            # refuses tables that have them.
+            tbl = pa.table(QueryBuilder().register("t", dt).execute("SELECT * FROM t").read_all())
+            out[name]["num_rows"] = tbl.num_rows
+            for f in tbl.schema:
+                if pa.types.is_integer(f.type):
+                    vals = [v for v in tbl.column(f.name).to_pylist() if v is not None]
+                    out[name]["int_column"] = {"name": f.name, "values": sorted(vals)}
+                    break
+        except Exception as e:  # noqa: BLE001
+            out[name]["rows_error"] = f"{type(e).__name__}: {e}"
     return out
 
 
