@@ -564,7 +564,7 @@ func rerun(t *testing.T, ctx context.Context, m *maintTable) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := maintImage(t, ctx, x, tb)
+		got, err := tableImage(t, ctx, x, tb)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -608,7 +608,7 @@ func checkKeysOnce(t *testing.T, ctx context.Context, w *testworld.World, tb *de
 		for i := range keep {
 			keep[i] = inst.IsValid(i) && sink.SameInstance(inst.Value(i), w.CI) && op.IsValid(i) && op.Value(i) == sink.OperationSnapshot
 		}
-		sub, err := keepRows(rec, keep)
+		sub, err := filter(rec, keep)
 		if err != nil {
 			return 0, err
 		}
@@ -629,87 +629,6 @@ func checkKeysOnce(t *testing.T, ctx context.Context, w *testworld.World, tb *de
 		return im.Len(), fmt.Errorf("%d chunk rows of %s, the source has %d rows", im.Len(), w.CI, src.Len())
 	}
 	return im.Len(), nil
-}
-
-// maintImage is the latest image of the table's rows of w's instance.
-func maintImage(t *testing.T, ctx context.Context, w *testworld.World, tb *delta.Table) (*snapshot.Image, error) {
-	ci := w.Instance(t)
-	key, err := ci.KeyColumns()
-	if err != nil {
-		return nil, err
-	}
-	im := snapshot.NewImage(ci.Columns, key)
-	rr, err := tb.ReadAll(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer rr.Release()
-	for rr.Next() {
-		rec := rr.RecordBatch()
-		inst := rec.Column(rec.Schema().FieldIndices(sink.ColCaptureInstance)[0]).(*array.String)
-		keep := make([]bool, rec.NumRows())
-		for i := range keep {
-			keep[i] = inst.IsValid(i) && sink.SameInstance(inst.Value(i), w.CI)
-		}
-		sub, err := keepRows(rec, keep)
-		if err != nil {
-			return nil, err
-		}
-		err = im.AddBronze(sub)
-		sub.Release()
-		if err != nil {
-			return nil, err
-		}
-	}
-	return im, rr.Err()
-}
-
-// keepRows returns the rows of rec where keep is true, however scattered:
-// compaction and Z-order interleave the instances' rows in one file.
-// (helpers_test.go's filter returns only the first run of kept rows.)
-func keepRows(rec arrow.RecordBatch, keep []bool) (arrow.RecordBatch, error) {
-	var slices []arrow.RecordBatch
-	defer func() {
-		for _, s := range slices {
-			s.Release()
-		}
-	}()
-	n := int64(0)
-	for i := 0; i < len(keep); {
-		if !keep[i] {
-			i++
-			continue
-		}
-		j := i
-		for j < len(keep) && keep[j] {
-			j++
-		}
-		slices = append(slices, rec.NewSlice(int64(i), int64(j)))
-		n += int64(j - i)
-		i = j
-	}
-	if len(slices) == 0 {
-		return rec.NewSlice(0, 0), nil
-	}
-	cols := make([]arrow.Array, rec.NumCols())
-	defer func() {
-		for _, c := range cols {
-			if c != nil {
-				c.Release()
-			}
-		}
-	}()
-	for c := range cols {
-		parts := make([]arrow.Array, len(slices))
-		for k, s := range slices {
-			parts[k] = s.Column(c)
-		}
-		var err error
-		if cols[c], err = array.Concatenate(parts, memory.DefaultAllocator); err != nil {
-			return nil, err
-		}
-	}
-	return array.NewRecordBatch(rec.Schema(), cols, n), nil
 }
 
 type tableCount struct {
