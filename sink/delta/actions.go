@@ -77,7 +77,22 @@ type AddFile struct {
 	// deleted (tables with the deletionVectors feature); readers skip them.
 	// This package never writes one.
 	DeletionVector *DeletionVector `json:"deletionVector,omitempty"`
+	// BaseRowID is the row id of the file's first row (row tracking).
+	BaseRowID *int64 `json:"baseRowId,omitempty"`
+	// DefaultRowCommitVersion is the version that added the file (row
+	// tracking).
+	DefaultRowCommitVersion *int64 `json:"defaultRowCommitVersion,omitempty"`
 }
+
+// domainMetadata is a Delta domainMetadata action.
+type domainMetadata struct {
+	Domain        string `json:"domain"`
+	Configuration string `json:"configuration"`
+	Removed       bool   `json:"removed"`
+}
+
+// rowTrackingDomain holds the row id high water mark.
+const rowTrackingDomain = "delta.rowTracking"
 
 // FileStats is the decoded form of AddFile.Stats.
 type FileStats struct {

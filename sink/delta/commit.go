@@ -416,6 +416,86 @@ func (t *Table) AppendChanges(ctx context.Context, captureInstance string, batch
 	return v, nil
 }
 
+// honourFeatures does what the table's features ask of a commit's
+// actions (see features.go): fresh row ids and commit versions on the
+// adds with the new high water mark (rowTracking), and the commitInfo's
+// inCommitTimestamp, one millisecond past the previous commit's at least
+// (inCommitTimestamp).
+func (t *Table) honourFeatures(ctx context.Context, s *state, v int64, acts []action) ([]action, error) {
+	if s.version < 0 {
+		return acts, nil
+	}
+	if rowTracking(s) {
+		hwm, err := s.rowIDHighWaterMark()
+		if err != nil {
+			return nil, err
+		}
+		added := false
+		for i := range acts {
+			a := acts[i].Add
+			if a == nil {
+				continue
+			}
+			st, err := a.ParseStats()
+			if err != nil {
+				return nil, fmt.Errorf("delta: row tracking needs the row count of %s: %w", a.Path, err)
+			}
+			base, version := hwm+1, v
+			a.BaseRowID, a.DefaultRowCommitVersion = &base, &version
+			hwm += st.NumRecords
+			added = true
+		}
+		if added {
+			conf, _ := json.Marshal(map[string]int64{"rowIdHighWaterMark": hwm})
+			dm, _ := json.Marshal(domainMetadata{Domain: rowTrackingDomain, Configuration: string(conf)})
+			acts = append(acts, action{DomainMetadata: dm})
+		}
+	}
+	if inCommitTimestamps(s) {
+		if len(acts) == 0 || acts[0].CommitInfo == nil {
+			return nil, fmt.Errorf("delta: commit %d: in-commit timestamps need the commitInfo first", v)
+		}
+		prev, err := t.inCommitTimestamp(ctx, s.version)
+		if err != nil {
+			return nil, err
+		}
+		ict := max(time.Now().UnixMilli(), prev+1)
+		var ci map[string]any
+		if err := json.Unmarshal(acts[0].CommitInfo, &ci); err != nil {
+			return nil, err
+		}
+		ci["inCommitTimestamp"], ci["timestamp"] = ict, ict
+		b, err := json.Marshal(ci)
+		if err != nil {
+			return nil, err
+		}
+		acts[0].CommitInfo = b
+	}
+	return acts, nil
+}
+
+// inCommitTimestamp returns commit v's inCommitTimestamp, 0 when it has
+// none (a commit from before the feature was enabled).
+func (t *Table) inCommitTimestamp(ctx context.Context, v int64) (int64, error) {
+	acts, err := t.readCommit(ctx, v)
+	if err != nil {
+		return 0, fmt.Errorf("delta: reading the in-commit timestamp of version %d: %w", v, err)
+	}
+	for _, a := range acts {
+		if a.CommitInfo == nil {
+			continue
+		}
+		var ci struct {
+			ICT int64 `json:"inCommitTimestamp"`
+		}
+		if err := json.Unmarshal(a.CommitInfo, &ci); err != nil {
+			return 0, fmt.Errorf("delta: commitInfo of version %d: %w", v, err)
+		}
+		return ci.ICT, nil
+	}
+	return 0, nil
+}
+
 func commitInfo(op, userMetadata string, params map[string]any) json.RawMessage {
 	ci := map[string]any{
 		"timestamp":           time.Now().UnixMilli(),
@@ -484,6 +564,9 @@ func (t *Table) commit(ctx context.Context, prepare func(s *state, v int64) ([]a
 		v := s.version + 1
 		acts, err := prepare(s, v)
 		if err != nil {
+			return 0, err
+		}
+		if acts, err = t.honourFeatures(ctx, s, v, acts); err != nil {
 			return 0, err
 		}
 		var buf bytes.Buffer

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -37,10 +38,11 @@ type state struct {
 	files    map[string]*AddFile
 	removes  map[string]*removeFile
 	txns     map[string]Txn
+	domains  map[string]string // domainMetadata: configuration by domain
 }
 
 func emptyState() *state {
-	return &state{version: -1, files: map[string]*AddFile{}, removes: map[string]*removeFile{}, txns: map[string]Txn{}}
+	return &state{version: -1, files: map[string]*AddFile{}, removes: map[string]*removeFile{}, txns: map[string]Txn{}, domains: map[string]string{}}
 }
 
 func (s *state) clone() *state {
@@ -53,10 +55,8 @@ func (s *state) clone() *state {
 	for k, v := range s.removes {
 		c.removes[k] = v
 	}
-	c.txns = make(map[string]Txn, len(s.txns))
-	for k, v := range s.txns {
-		c.txns[k] = v
-	}
+	c.txns = maps.Clone(s.txns)
+	c.domains = maps.Clone(s.domains)
 	return &c
 }
 
@@ -82,6 +82,16 @@ func (s *state) apply(a *action) error {
 		s.meta, s.schema = a.MetaData, sc
 	case a.Protocol != nil:
 		s.protocol = a.Protocol
+	case a.DomainMetadata != nil && string(a.DomainMetadata) != "null":
+		var d domainMetadata
+		if err := json.Unmarshal(a.DomainMetadata, &d); err != nil {
+			return fmt.Errorf("domainMetadata: %w", err)
+		}
+		if d.Removed {
+			delete(s.domains, d.Domain)
+		} else {
+			s.domains[d.Domain] = d.Configuration
+		}
 	case a.Txn != nil:
 		// A record of ours that does not parse must stop the reader: ignoring
 		// it would hide a snapshot, and a rerun would take a second one.
@@ -93,6 +103,21 @@ func (s *state) apply(a *action) error {
 		s.txns[a.Txn.AppID] = *a.Txn
 	}
 	return nil
+}
+
+// rowIDHighWaterMark is the highest row id assigned so far, -1 for none.
+func (s *state) rowIDHighWaterMark() (int64, error) {
+	conf, ok := s.domains[rowTrackingDomain]
+	if !ok {
+		return -1, nil
+	}
+	var c struct {
+		HWM *int64 `json:"rowIdHighWaterMark"`
+	}
+	if err := json.Unmarshal([]byte(conf), &c); err != nil || c.HWM == nil {
+		return 0, fmt.Errorf("delta: domain %s has configuration %q, want {\"rowIdHighWaterMark\": n}", rowTrackingDomain, conf)
+	}
+	return *c.HWM, nil
 }
 
 // checkSnapshotRows refuses a commit whose snapshot record counts other
@@ -507,7 +532,7 @@ func marshalColumn(arr arrow.Array) ([]json.RawMessage, error) {
 
 // supportedReaderFeature reports table features this reader may ignore.
 func supportedReaderFeature(f string) bool {
-	return f == "vacuumProtocolCheck" || f == "deletionVectors"
+	return f == "vacuumProtocolCheck" || f == "deletionVectors" || f == "timestampNtz"
 }
 
 func (t *Table) checkProtocol(p *Protocol) error {
@@ -551,38 +576,14 @@ func (t *Table) checkRead(s *state) error {
 	return nil
 }
 
-// checkWrite refuses to write tables whose protocol needs more than
-// writer version 2 (appendOnly and invariants), or that are partitioned.
+// checkWrite refuses, naming each, the table features and constraints
+// this package cannot honour when it appends (see features.go).
 func (t *Table) checkWrite(s *state) error {
 	if s.version < 0 {
 		return nil
 	}
-	p := s.protocol
-	switch {
-	case p.MinWriterVersion <= 2:
-	case p.MinWriterVersion == 3:
-		return &UnsupportedProtocolError{Table: t.url, Feature: "checkConstraints", Write: true}
-	case p.MinWriterVersion == 4:
-		return &UnsupportedProtocolError{Table: t.url, Feature: "changeDataFeed/generatedColumns", Write: true}
-	case p.MinWriterVersion == 5:
-		return &UnsupportedProtocolError{Table: t.url, Feature: "columnMapping", Write: true}
-	case p.MinWriterVersion == 6:
-		return &UnsupportedProtocolError{Table: t.url, Feature: "identityColumns", Write: true}
-	default:
-		var unsupported []string
-		for _, wf := range p.WriterFeatures {
-			if wf != "appendOnly" && wf != "invariants" {
-				unsupported = append(unsupported, wf)
-			}
-		}
-		f := strings.Join(unsupported, ",")
-		if f == "" {
-			f = fmt.Sprintf("minWriterVersion=%d", p.MinWriterVersion)
-		}
-		return &UnsupportedProtocolError{Table: t.url, Feature: f, Write: true}
-	}
-	if len(s.meta.PartitionColumns) > 0 {
-		return &UnsupportedProtocolError{Table: t.url, Feature: "partitionColumns", Write: true}
+	if p := featureProblems(s); len(p) > 0 {
+		return &UnsupportedProtocolError{Table: t.url, Feature: strings.Join(p, ", "), Write: true}
 	}
 	return nil
 }

