@@ -97,6 +97,13 @@ func (t *Table) maybeCheckpoint(ctx context.Context, s *state) {
 	if n <= 0 || s.version <= 0 || s.version%n != 0 {
 		return
 	}
+	if s.protocol.MinWriterVersion > 2 || len(s.meta.PartitionColumns) > 0 {
+		// A table with features (v2 checkpoints, row tracking, ...) is
+		// checkpointed by the engine that gave it those features; a
+		// missing checkpoint only costs readers a longer replay.
+		t.log.Debug("no checkpoint written: the table has features", "version", s.version)
+		return
+	}
 	if err := t.writeCheckpoint(ctx, s, 1); err != nil {
 		t.log.Warn("checkpoint failed", "version", s.version, "error", err)
 	}
