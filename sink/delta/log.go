@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -24,7 +25,6 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"gocloud.dev/blob"
-	"gocloud.dev/gcerrors"
 )
 
 const logDir = "_delta_log/"
@@ -171,14 +171,15 @@ type listing struct {
 	// classic maps a version to its complete classic checkpoint files
 	// (one, or every part of a multi-part one, in part order).
 	classic map[int64][]string
-	v2      map[int64]bool
-	latest  int64 // -1 when the log is empty
+	// v2 maps a version to a UUID-named (v2 spec) checkpoint file.
+	v2     map[int64]string
+	latest int64 // -1 when the log is empty
 }
 
 func commitKey(v int64) string { return fmt.Sprintf("%s%020d.json", logDir, v) }
 
 func (t *Table) list(ctx context.Context) (*listing, error) {
-	l := &listing{commits: map[int64]bool{}, classic: map[int64][]string{}, v2: map[int64]bool{}, latest: -1}
+	l := &listing{commits: map[int64]bool{}, classic: map[int64][]string{}, v2: map[int64]string{}, latest: -1}
 	parts := map[int64]map[int]map[int]string{} // version -> total -> part -> key
 	names, err := t.listLog(ctx)
 	if err != nil {
@@ -209,7 +210,9 @@ func (t *Table) list(ctx context.Context) (*listing, error) {
 			l.latest = max(l.latest, v)
 		} else if m := reV2.FindStringSubmatch(name); m != nil {
 			v, _ := strconv.ParseInt(m[1], 10, 64)
-			l.v2[v] = true
+			if k, ok := l.v2[v]; !ok || key < k {
+				l.v2[v] = key // two for one version hold the same state: take either
+			}
 			l.latest = max(l.latest, v)
 		}
 	}
@@ -293,15 +296,6 @@ func (t *Table) listKeys(ctx context.Context, prefix string, dirs bool) ([]strin
 	}
 }
 
-// lastCheckpoint is the _last_checkpoint file.
-type lastCheckpoint struct {
-	Version      int64           `json:"version"`
-	Size         int64           `json:"size"`
-	Parts        *int            `json:"parts,omitempty"`
-	SizeInBytes  int64           `json:"sizeInBytes,omitempty"`
-	NumOfAdd     int64           `json:"numOfAddFiles,omitempty"`
-	V2Checkpoint json.RawMessage `json:"v2Checkpoint,omitempty"`
-}
 
 // load replays the log up to version upTo (-1: the latest), starting from
 // base when base's version is still reachable by JSON commits.
@@ -342,30 +336,23 @@ func (t *Table) load(ctx context.Context, base *state, upTo int64) (*state, erro
 	}
 	// _last_checkpoint is a hint only: the listing decides which
 	// checkpoint to start from (it may point at an older one, or be
-	// missing). A v2 checkpoint it names means a v2Checkpoint table.
-	if b, err := t.bucket.ReadAll(ctx, logDir+"_last_checkpoint"); err == nil {
-		var lc lastCheckpoint
-		if json.Unmarshal(b, &lc) == nil && len(lc.V2Checkpoint) > 0 && string(lc.V2Checkpoint) != "null" {
-			return nil, &UnsupportedProtocolError{Table: t.url, Feature: "v2Checkpoint"}
-		}
-	} else if gcerrors.Code(err) != gcerrors.NotFound {
-		return nil, fmt.Errorf("delta: reading %s_last_checkpoint: %w", logDir, err)
-	}
+	// missing), classic, multi-part or UUID-named (v2 spec).
 	cp := int64(-1)
-	for v := range l.classic {
+	var cpKeys []string
+	for v, keys := range l.classic {
 		if v <= target && v > cp {
-			cp = v
+			cp, cpKeys = v, keys
 		}
 	}
-	for v := range l.v2 {
+	for v, key := range l.v2 {
 		if v <= target && v > cp {
-			return nil, &UnsupportedProtocolError{Table: t.url, Feature: "v2Checkpoint"}
+			cp, cpKeys = v, []string{key}
 		}
 	}
 	s := emptyState()
 	from := int64(0)
 	if cp >= 0 {
-		if err := t.readCheckpoint(ctx, s, l.classic[cp]); err != nil {
+		if err := t.readCheckpoint(ctx, s, cpKeys); err != nil {
 			return nil, err
 		}
 		s.version = cp
@@ -444,16 +431,43 @@ func parseCommit(key string, b []byte) ([]action, error) {
 // readCheckpoint applies every action of a classic (single or multi-part)
 // Parquet checkpoint.
 func (t *Table) readCheckpoint(ctx context.Context, s *state, keys []string) error {
-	for _, key := range keys {
+	for len(keys) > 0 {
+		key := keys[0]
+		keys = keys[1:]
 		b, err := t.bucket.ReadAll(ctx, key)
 		if err != nil {
 			return &CorruptLogError{File: key, Err: err}
 		}
-		acts, err := checkpointActions(ctx, b)
+		var acts []action
+		if strings.HasSuffix(key, ".json") {
+			acts, err = parseCommit(key, b) // a UUID-named checkpoint in JSON
+		} else {
+			acts, err = checkpointActions(ctx, b)
+		}
 		if err != nil {
 			return &CorruptLogError{File: key, Err: err}
 		}
 		for i := range acts {
+			// A v2 spec checkpoint may keep its add and remove actions in
+			// sidecar files under _delta_log/_sidecars ("Sidecar File
+			// Information" in PROTOCOL.md): read them after it.
+			if sc := acts[i].Sidecar; len(sc) > 0 && string(sc) != "null" {
+				var side struct {
+					Path string `json:"path"`
+				}
+				if err := json.Unmarshal(sc, &side); err != nil || side.Path == "" {
+					return &CorruptLogError{File: key, Err: fmt.Errorf("sidecar action %s: %v", sc, err)}
+				}
+				p, err := url.PathUnescape(side.Path)
+				if err != nil || strings.Contains(p, "/") && !strings.HasPrefix(p, logDir+"_sidecars/") {
+					return &CorruptLogError{File: key, Err: fmt.Errorf("sidecar %q is not in %s_sidecars", side.Path, logDir)}
+				}
+				if !strings.Contains(p, "/") {
+					p = logDir + "_sidecars/" + p
+				}
+				keys = append(keys, p)
+				continue
+			}
 			if acts[i].Protocol != nil {
 				if err := t.checkProtocol(acts[i].Protocol); err != nil {
 					return err
@@ -490,7 +504,7 @@ func checkpointActions(ctx context.Context, b []byte) ([]action, error) {
 		col := tbl.Column(i)
 		name := col.Name()
 		switch name {
-		case "add", "remove", "metaData", "protocol", "txn":
+		case "add", "remove", "metaData", "protocol", "txn", "domainMetadata", "sidecar":
 		default:
 			continue
 		}
@@ -532,7 +546,7 @@ func marshalColumn(arr arrow.Array) ([]json.RawMessage, error) {
 
 // supportedReaderFeature reports table features this reader may ignore.
 func supportedReaderFeature(f string) bool {
-	return f == "vacuumProtocolCheck" || f == "deletionVectors" || f == "timestampNtz"
+	return f == "vacuumProtocolCheck" || f == "deletionVectors" || f == "timestampNtz" || f == "v2Checkpoint"
 }
 
 func (t *Table) checkProtocol(p *Protocol) error {

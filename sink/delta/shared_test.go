@@ -25,7 +25,7 @@ var sharedTables = []struct {
 	files   int
 	refuse  string // substring of UnsupportedProtocolError.Feature
 }{
-	{name: "checkpoint-v2-table", refuse: "v2Checkpoint"},
+	{name: "checkpoint-v2-table", version: 9, files: 8},
 	{name: "checkpoint_with_partitions", version: 2, files: 2},
 	{name: "checkpoints_vacuumed", version: 12, files: 12},
 	{name: "delta-0.8.0", version: 1, files: 2},
@@ -223,7 +223,7 @@ func TestOracleDeltaRS(t *testing.T) {
 var readsRows = map[string]bool{
 	"simple_table": true, "delta-0.8.0": true, "simple_table_with_checkpoint": true,
 	"python-0.25.5-checkpoint": true, "table-with-dv-small": true,
-	"table_failed_last_checkpoint_update": true,
+	"table_failed_last_checkpoint_update": true, "checkpoint-v2-table": true,
 }
 
 // compareRows checks that Go reads the rows delta-rs reads: their count
