@@ -142,9 +142,26 @@
 // or in a deletion_vector_<uuid>.bin file, portable or native
 // RoaringBitmapArray format, CRC-checked), so tables with the
 // deletionVectors feature, on by default on Databricks, are read as
-// Spark reads them. Tables that need a protocol feature it does not
-// implement (column mapping, v2 checkpoints, any unknown reader feature)
-// are refused with an *UnsupportedProtocolError naming the feature, never
-// misread; writing needs writer version 2 or below and an unpartitioned
-// table. ReadAll reads the live files back into Arrow.
+// Spark reads them. Checkpoints may be classic, multi-part or v2 spec
+// (UUID-named, JSON or Parquet, with sidecar files). Tables that need a
+// reader feature it does not implement (column mapping, any unknown
+// feature) are refused with an *UnsupportedProtocolError naming the
+// feature, never misread. ReadAll reads the live files back into Arrow.
+//
+// # Tables with features
+//
+// A bronze table created by Spark 4 or Databricks (protocol 3/7) is
+// appended to when an appending writer can do what each of its writer
+// features asks (see features.go): appendOnly, changeDataFeed (appends
+// need no cdc files), deletionVectors, domainMetadata, typeWidening,
+// vacuumProtocolCheck and v2Checkpoint ask nothing of it (it writes no
+// checkpoint into a table with features); timestamp_ntz columns take the
+// bronze timestamps as wall-clock values; inCommitTimestamp gets a
+// commitInfo first in every commit with its inCommitTimestamp; rowTracking
+// gets fresh baseRowId and defaultRowCommitVersion on every add and the
+// delta.rowTracking high water mark. A feature that would make it enforce
+// something is refused before anything is read, naming what: each CHECK
+// constraint (delta.constraints.<name>), column invariant, generated or
+// identity column, column mapping in name or id mode, partition columns,
+// and any other writer feature.
 package delta
