@@ -296,7 +296,6 @@ func (t *Table) listKeys(ctx context.Context, prefix string, dirs bool) ([]strin
 	}
 }
 
-
 // load replays the log up to version upTo (-1: the latest), starting from
 // base when base's version is still reachable by JSON commits.
 func (t *Table) load(ctx context.Context, base *state, upTo int64) (*state, error) {
