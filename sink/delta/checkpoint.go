@@ -120,13 +120,16 @@ func (t *Table) Checkpoint(ctx context.Context, parts int) error {
 	if s.version < 0 {
 		return fmt.Errorf("delta: table %s does not exist", t.url)
 	}
+	if len(s.meta.PartitionColumns) > 0 || s.protocol.MinWriterVersion > 2 {
+		return fmt.Errorf("delta: table %s: checkpoints of partitioned tables or tables with features are not supported", t.url)
+	}
 	return t.writeCheckpoint(ctx, s, max(parts, 1))
 }
 
+// writeCheckpoint writes a classic V1 checkpoint of s. Its schema has no
+// place for deletion vectors, row ids or domains, so callers keep it to
+// tables without features.
 func (t *Table) writeCheckpoint(ctx context.Context, s *state, parts int) error {
-	if len(s.meta.PartitionColumns) > 0 || s.protocol.MinWriterVersion > 2 {
-		return fmt.Errorf("delta: checkpoints of partitioned tables or tables with features are not supported")
-	}
 	rows := checkpointRows(s)
 	parts = min(parts, len(rows))
 	schema := checkpointSchema()

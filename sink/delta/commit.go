@@ -222,8 +222,21 @@ func (t *Table) checkSchema(s *state, schema *arrow.Schema) error {
 		_, err := schemaFromArrow(schema)
 		return err
 	}
-	_, _, err := evolve(s.schema, schema)
-	return err
+	ns, changed, err := evolve(s.schema, schema)
+	if err != nil || !changed {
+		return err
+	}
+	// New columns of a mapped table need physical names and ids that
+	// its data files carry before the commit that adds them: add them
+	// with the engine that mapped the table.
+	if cm, err := s.mapping(); err != nil || cm.on() {
+		var added []string
+		for _, f := range ns.Fields[len(s.schema.Fields):] {
+			added = append(added, f.Name)
+		}
+		return &SchemaError{Column: strings.Join(added, ", "), Reason: "the table maps its columns (delta.columnMapping.mode); add these columns first, e.g. ALTER TABLE ... ADD COLUMNS in Spark"}
+	}
+	return nil
 }
 
 // CommitSnapshot validates parts (all of info.PlanID, partitions 0..n-1
@@ -525,6 +538,9 @@ func (t *Table) schemaActions(s *state, schema *arrow.Schema) ([]action, error) 
 			{Protocol: &Protocol{MinReaderVersion: 1, MinWriterVersion: 2}},
 			{MetaData: &metaData{ID: newUUID(), Format: format{Provider: "parquet", Options: StringMap{}}, SchemaString: ds.String(), PartitionColumns: []string{}, Configuration: StringMap{}, CreatedTime: &now}},
 		}, nil
+	}
+	if err := t.checkSchema(s, schema); err != nil {
+		return nil, err
 	}
 	ns, changed, err := evolve(s.schema, schema)
 	if err != nil || !changed {

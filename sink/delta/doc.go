@@ -143,9 +143,10 @@
 // RoaringBitmapArray format, CRC-checked), so tables with the
 // deletionVectors feature, on by default on Databricks, are read as
 // Spark reads them. Checkpoints may be classic, multi-part or v2 spec
-// (UUID-named, JSON or Parquet, with sidecar files). Tables that need a
-// reader feature it does not implement (column mapping, any unknown
-// feature) are refused with an *UnsupportedProtocolError naming the
+// (UUID-named, JSON or Parquet, with sidecar files). Column-mapped tables
+// (name or id mode) are read by physical name or Parquet field id, their
+// stats by physical name. Tables that need a reader feature it does not
+// implement are refused with an *UnsupportedProtocolError naming the
 // feature, never misread. ReadAll reads the live files back into Arrow.
 //
 // # Tables with features
@@ -159,9 +160,12 @@
 // bronze timestamps as wall-clock values; inCommitTimestamp gets a
 // commitInfo first in every commit with its inCommitTimestamp; rowTracking
 // gets fresh baseRowId and defaultRowCommitVersion on every add and the
-// delta.rowTracking high water mark. A feature that would make it enforce
-// something is refused before anything is read, naming what: each CHECK
-// constraint (delta.constraints.<name>), column invariant, generated or
-// identity column, column mapping in name or id mode, partition columns,
-// and any other writer feature.
+// delta.rowTracking high water mark; columnMapping (name or id mode) gets
+// data files that name columns by physical name with their ids as Parquet
+// field ids, and stats keyed by physical name (a mapped table does not
+// gain columns here: add them with the engine that mapped it). A feature
+// that would make it enforce something is refused before anything is
+// read, naming what: each CHECK constraint (delta.constraints.<name>),
+// column invariant, generated or identity column, partition columns, and
+// any other writer feature.
 package delta

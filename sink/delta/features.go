@@ -33,9 +33,9 @@ import (
 // Features that constrain rows are honoured when they constrain nothing
 // here, and refused naming what they would need otherwise: a column with
 // a delta.invariants expression, a delta.constraints.<name> CHECK
-// constraint, a generated column, an identity column. columnMapping is
-// refused when its mode is name or id. Any other writer feature is
-// refused, named.
+// constraint, a generated column, an identity column. columnMapping
+// gets physical names and field ids (colmap.go). Any other writer feature
+// is refused, named.
 
 // legacyWriterFeatures are the features each writer version before 7
 // implies.
@@ -121,9 +121,6 @@ func featureProblems(s *state) []string {
 	}
 	if len(identity) > 0 {
 		out = append(out, "identityColumns ("+strings.Join(identity, ", ")+")")
-	}
-	if m := s.meta.Configuration["delta.columnMapping.mode"]; has("columnMapping") && m != "" && m != "none" {
-		out = append(out, "columnMapping (mode "+m+")")
 	}
 	if len(s.meta.PartitionColumns) > 0 {
 		out = append(out, "partitionColumns ("+strings.Join(s.meta.PartitionColumns, ", ")+")")

@@ -545,7 +545,7 @@ func marshalColumn(arr arrow.Array) ([]json.RawMessage, error) {
 
 // supportedReaderFeature reports table features this reader may ignore.
 func supportedReaderFeature(f string) bool {
-	return f == "vacuumProtocolCheck" || f == "deletionVectors" || f == "timestampNtz" || f == "v2Checkpoint"
+	return f == "vacuumProtocolCheck" || f == "deletionVectors" || f == "timestampNtz" || f == "v2Checkpoint" || f == "columnMapping"
 }
 
 func (t *Table) checkProtocol(p *Protocol) error {
@@ -561,10 +561,8 @@ func (t *Table) checkProtocol(p *Protocol) error {
 	switch {
 	case p.MinReaderVersion <= 1:
 		return nil
-	case p.MinReaderVersion == 2:
-		return &UnsupportedProtocolError{Table: t.url, Feature: "columnMapping"}
-	case p.MinReaderVersion == 3:
-		return nil
+	case p.MinReaderVersion == 2, p.MinReaderVersion == 3:
+		return nil // 2 is column mapping
 	default:
 		return &UnsupportedProtocolError{Table: t.url, Feature: fmt.Sprintf("minReaderVersion=%d", p.MinReaderVersion)}
 	}
@@ -583,8 +581,8 @@ func (t *Table) checkRead(s *state) error {
 	if err := t.checkProtocol(s.protocol); err != nil {
 		return err
 	}
-	if m := s.meta.Configuration["delta.columnMapping.mode"]; m != "" && m != "none" {
-		return &UnsupportedProtocolError{Table: t.url, Feature: "columnMapping"}
+	if _, err := s.mapping(); err != nil {
+		return &UnsupportedProtocolError{Table: t.url, Feature: "columnMapping: " + err.Error()}
 	}
 	return nil
 }

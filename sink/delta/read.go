@@ -40,7 +40,11 @@ func (t *Table) ReadAll(ctx context.Context) (array.RecordReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tableReader{ctx: ctx, t: t, files: s.sortedFiles(), schema: as, refs: 1}, nil
+	cm, err := s.mapping()
+	if err != nil {
+		return nil, err
+	}
+	return &tableReader{ctx: ctx, t: t, files: s.sortedFiles(), schema: as, refs: 1, cm: cm}, nil
 }
 
 type tableReader struct {
@@ -59,6 +63,8 @@ type tableReader struct {
 	// project reads only the file's columns named in schema (which must
 	// be top-level primitive columns).
 	project bool
+	// cm finds the schema's columns in the files (column mapping).
+	cm columnMapping
 	// deleted holds the open file's deleted row indexes (its deletion
 	// vector), nil when it has none; pos is the file's next row index.
 	deleted *roaring64.Bitmap
@@ -169,9 +175,14 @@ func (r *tableReader) open(a AddFile) error {
 	var cols []int
 	if r.project {
 		cols = []int{}
+		fs, err := fr.Schema()
+		if err != nil {
+			_ = pf.Close()
+			return fmt.Errorf("delta: opening %s: %w", a.Path, err)
+		}
 		for _, f := range r.schema.Fields() {
-			if i := pf.MetaData().Schema.ColumnIndexByName(f.Name); i >= 0 {
-				cols = append(cols, i)
+			if i := r.cm.fileIndex(fs, f.Name); i >= 0 && fr.Manifest.Fields[i].ColIndex >= 0 {
+				cols = append(cols, fr.Manifest.Fields[i].ColIndex)
 			}
 		}
 	}
@@ -197,12 +208,12 @@ func (r *tableReader) adapt(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 		}
 	}()
 	for i, f := range r.schema.Fields() {
-		idx := rec.Schema().FieldIndices(f.Name)
-		if len(idx) == 0 {
+		j := r.cm.fileIndex(rec.Schema(), f.Name)
+		if j < 0 {
 			cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, f.Type, n)
 			continue
 		}
-		c := rec.Column(idx[0])
+		c := rec.Column(j)
 		if arrow.TypeEqual(c.DataType(), f.Type) {
 			c.Retain()
 			cols[i] = c
@@ -272,9 +283,13 @@ func (t *Table) ReadSnapshotRows(ctx context.Context, captureInstance string) (a
 		}
 	}
 	want := sn.LSN.String()
+	cm, err := s.mapping()
+	if err != nil {
+		return nil, err
+	}
 	var files []AddFile
 	for _, f := range s.sortedFiles() {
-		if st, err := f.ParseStats(); err == nil && !mayHold(st, want) {
+		if st, err := f.ParseStats(); err == nil && !mayHold(cm.displayStats(st), want) {
 			continue
 		}
 		files = append(files, f)
@@ -308,7 +323,7 @@ func (t *Table) ReadSnapshotRows(ctx context.Context, captureInstance string) (a
 		}
 		return b.NewBooleanArray(), nil
 	}
-	return &tableReader{ctx: ctx, t: t, files: files, schema: as, refs: 1, filter: filter}, nil
+	return &tableReader{ctx: ctx, t: t, files: files, schema: as, refs: 1, filter: filter, cm: cm}, nil
 }
 
 // mayHold reports whether a file's stats allow a snapshot row of LSN l.

@@ -172,6 +172,10 @@ func (t *Table) scanRows(ctx context.Context, s *state, ci string, want rowsWant
 		return facts, nil
 	}
 	ciLo, ciHi := foldRange(ci)
+	cm, err := s.mapping()
+	if err != nil {
+		return nil, err
+	}
 	var read []AddFile
 	for _, f := range s.sortedFiles() {
 		st, err := f.ParseStats()
@@ -179,6 +183,7 @@ func (t *Table) scanRows(ctx context.Context, s *state, ci string, want rowsWant
 			read = append(read, f)
 			continue
 		}
+		st = cm.displayStats(st)
 		say, l, b := judge(st, want, ci, ciLo, ciHi)
 		switch say {
 		case statsRead:
@@ -267,7 +272,11 @@ func (t *Table) readFacts(ctx context.Context, s *state, files []AddFile, ci str
 			return nil // not a bronze table: it holds no row of any instance
 		}
 	}
-	r := &tableReader{ctx: ctx, t: t, files: files, schema: schema, refs: 1, project: true}
+	cm, err := s.mapping()
+	if err != nil {
+		return err
+	}
+	r := &tableReader{ctx: ctx, t: t, files: files, schema: schema, refs: 1, project: true, cm: cm}
 	defer r.Release()
 	col := func(rec arrow.RecordBatch, name string) arrow.Array {
 		if idx := rec.Schema().FieldIndices(name); len(idx) == 1 {

@@ -38,7 +38,7 @@ var sharedTables = []struct {
 	{name: "simple_table_with_checkpoint", version: 10, files: 11},
 	{name: "table-with-dv-small", version: 1, files: 1},
 	{name: "table_failed_last_checkpoint_update", version: 3, files: 4},
-	{name: "table_with_column_mapping", refuse: "columnMapping"},
+	{name: "table_with_column_mapping", version: 0, files: 2},
 	{name: "table_with_edge_timestamps", version: 0, files: 2},
 	{name: "with_checkpoint_no_last_checkpoint", version: 3, files: 1},
 }

@@ -399,7 +399,7 @@ func (s *fileSet) abort(ctx context.Context) {
 // rows vary, and a value changing mid-row-group makes pqarrow fall back to
 // plain encoding for that column chunk.
 func (t *Table) writeRecords(ctx context.Context, schema *arrow.Schema, partition int, rr array.RecordReader, constant bool) ([]AddFile, int64, error) {
-	fileSchema, ntz, err := t.ntzColumns(ctx, schema)
+	fileSchema, ntz, err := t.fileSchema(ctx, schema)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -418,7 +418,7 @@ func (t *Table) writeRecords(ctx context.Context, schema *arrow.Schema, partitio
 		if !rec.Schema().Equal(schema) {
 			return fail(schemaMismatch(schema, rec.Schema()))
 		}
-		if len(ntz) > 0 {
+		if fileSchema != schema {
 			rec = relabel(rec, fileSchema, ntz)
 			err := s.write(ctx, rec)
 			rec.Release()
@@ -456,14 +456,20 @@ func schemaMismatch(want, got *arrow.Schema) error {
 	return &SchemaError{Column: "?", Reason: "a record batch's schema differs (metadata)"}
 }
 
-// ntzColumns finds the records' UTC timestamp columns that the table
-// keeps as timestamp_ntz and returns the schema the files are written in
-// (those columns without a zone, so Parquet marks them isAdjustedToUTC
-// false, as the protocol asks) and their indexes. The values are the
-// same microseconds: SQL Server's datetime2 and datetime are wall-clock
-// values, which the bronze schema labels UTC.
-func (t *Table) ntzColumns(ctx context.Context, schema *arrow.Schema) (*arrow.Schema, []int, error) {
+// fileSchema returns the schema the records' data files are written in
+// (schema itself when the table asks for nothing else) and the indexes of
+// the columns whose type it changes. A mapped table's columns take their
+// physical names and field ids (colmap.go). A UTC timestamp column the
+// table keeps as timestamp_ntz loses its zone, so Parquet marks it
+// isAdjustedToUTC false, as the protocol asks; the values are the same
+// microseconds: SQL Server's datetime2 and datetime are wall-clock values,
+// which the bronze schema labels UTC.
+func (t *Table) fileSchema(ctx context.Context, schema *arrow.Schema) (*arrow.Schema, []int, error) {
 	st, err := t.current(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	cm, err := st.mapping()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -480,11 +486,11 @@ func (t *Table) ntzColumns(ctx context.Context, schema *arrow.Schema) (*arrow.Sc
 			}
 		}
 	}
-	if len(idx) == 0 {
+	if len(idx) == 0 && !cm.on() {
 		return schema, nil, nil
 	}
 	md := schema.Metadata()
-	return arrow.NewSchema(fields, &md), idx, nil
+	return cm.fileSchema(arrow.NewSchema(fields, &md)), idx, nil
 }
 
 // relabel returns rec in schema, its columns idx given schema's types
