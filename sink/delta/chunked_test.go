@@ -166,7 +166,10 @@ func TestBackfillIntoDelta(t *testing.T) {
 		tb := openLocal(t, dir, Options{CheckpointInterval: 4, TargetFileSize: 4 << 10, RowGroupRows: 50})
 		w := newOrdersWorld(t, 150+r.IntN(300))
 		hr := rand.New(rand.NewPCG(uint64(c), 43))
+		var hookMu sync.Mutex // two chunks are read at once
 		w.db.SetPageHook(func(context.Context, fake.Page) error {
+			hookMu.Lock()
+			defer hookMu.Unlock()
 			for range hr.IntN(3) {
 				w.change(hr)
 			}

@@ -166,6 +166,15 @@
 // gain columns here: add them with the engine that mapped it). A feature
 // that would make it enforce something is refused before anything is
 // read, naming what: each CHECK constraint (delta.constraints.<name>),
-// column invariant, generated or identity column, partition columns, and
-// any other writer feature.
+// column invariant, generated or identity column, and any other writer
+// feature.
+//
+// A table partitioned by captured columns (string, integer, date,
+// timestamp, timestamp_ntz, boolean or decimal) gets each data file under
+// <column>=<value>/ (Hive's escaping, __HIVE_DEFAULT_PARTITION__ for
+// NULL), the values in the add action's partitionValues (ISO 8601 UTC for
+// timestamps) and not in the file, as Spark writes; at most 16 files are
+// open at once per writer. Reads fill partition columns from the add
+// actions. An empty string in a string partition column becomes NULL, as
+// in Spark.
 package delta

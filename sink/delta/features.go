@@ -122,8 +122,8 @@ func featureProblems(s *state) []string {
 	if len(identity) > 0 {
 		out = append(out, "identityColumns ("+strings.Join(identity, ", ")+")")
 	}
-	if len(s.meta.PartitionColumns) > 0 {
-		out = append(out, "partitionColumns ("+strings.Join(s.meta.PartitionColumns, ", ")+")")
+	if _, err := s.partitionColumns(); err != nil {
+		out = append(out, "partitionColumns ("+err.Error()+")")
 	}
 	return out
 }

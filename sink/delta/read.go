@@ -33,18 +33,24 @@ func (t *Table) ReadAll(ctx context.Context) (array.RecordReader, error) {
 	if s.version < 0 {
 		return nil, fmt.Errorf("delta: table %s does not exist", t.url)
 	}
-	if len(s.meta.PartitionColumns) > 0 {
-		return nil, &UnsupportedProtocolError{Table: t.url, Feature: "partitionColumns"}
-	}
 	as, err := s.schema.ArrowSchema()
 	if err != nil {
 		return nil, err
 	}
+	return t.newReader(ctx, s, s.sortedFiles(), as)
+}
+
+// newReader reads files of s in schema (the table's columns, or some).
+func (t *Table) newReader(ctx context.Context, s *state, files []AddFile, schema *arrow.Schema) (*tableReader, error) {
 	cm, err := s.mapping()
 	if err != nil {
 		return nil, err
 	}
-	return &tableReader{ctx: ctx, t: t, files: s.sortedFiles(), schema: as, refs: 1, cm: cm}, nil
+	parts, err := s.partitionColumns()
+	if err != nil {
+		return nil, &UnsupportedProtocolError{Table: t.url, Feature: "partitionColumns: " + err.Error()}
+	}
+	return &tableReader{ctx: ctx, t: t, files: files, schema: schema, refs: 1, cm: cm, parts: parts}, nil
 }
 
 type tableReader struct {
@@ -65,6 +71,9 @@ type tableReader struct {
 	project bool
 	// cm finds the schema's columns in the files (column mapping).
 	cm columnMapping
+	// parts are the table's partition columns, read from each file's
+	// partition values.
+	parts []partitionColumn
 	// deleted holds the open file's deleted row indexes (its deletion
 	// vector), nil when it has none; pos is the file's next row index.
 	deleted *roaring64.Bitmap
@@ -209,6 +218,15 @@ func (r *tableReader) adapt(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	}()
 	for i, f := range r.schema.Fields() {
 		j := r.cm.fileIndex(rec.Schema(), f.Name)
+		if pc := r.partition(f.Name); pc != nil {
+			v, ok := r.files[r.next-1].PartitionValues[pc.key]
+			c, err := pc.column(v, ok, n)
+			if err != nil {
+				return nil, err
+			}
+			cols[i] = c
+			continue
+		}
 		if j < 0 {
 			cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, f.Type, n)
 			continue
@@ -226,6 +244,16 @@ func (r *tableReader) adapt(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 		cols[i] = cc
 	}
 	return array.NewRecordBatch(r.schema, cols, int64(n)), nil
+}
+
+// partition returns the partition column named name, or nil.
+func (r *tableReader) partition(name string) *partitionColumn {
+	for i := range r.parts {
+		if r.parts[i].name == name {
+			return &r.parts[i]
+		}
+	}
+	return nil
 }
 
 // dropDeleted removes from rec (rows pos.. of the open file) the rows its
@@ -269,9 +297,6 @@ func (t *Table) ReadSnapshotRows(ctx context.Context, captureInstance string) (a
 	}
 	if !ok {
 		return nil, fmt.Errorf("delta: table %s, capture instance %q: %w", t.url, captureInstance, sink.ErrNotFound)
-	}
-	if len(s.meta.PartitionColumns) > 0 {
-		return nil, &UnsupportedProtocolError{Table: t.url, Feature: "partitionColumns"}
 	}
 	as, err := s.schema.ArrowSchema()
 	if err != nil {
@@ -323,7 +348,12 @@ func (t *Table) ReadSnapshotRows(ctx context.Context, captureInstance string) (a
 		}
 		return b.NewBooleanArray(), nil
 	}
-	return &tableReader{ctx: ctx, t: t, files: files, schema: as, refs: 1, filter: filter, cm: cm}, nil
+	r, err := t.newReader(ctx, s, files, as)
+	if err != nil {
+		return nil, err
+	}
+	r.filter = filter
+	return r, nil
 }
 
 // mayHold reports whether a file's stats allow a snapshot row of LSN l.

@@ -272,11 +272,11 @@ func (t *Table) readFacts(ctx context.Context, s *state, files []AddFile, ci str
 			return nil // not a bronze table: it holds no row of any instance
 		}
 	}
-	cm, err := s.mapping()
+	r, err := t.newReader(ctx, s, files, schema)
 	if err != nil {
 		return err
 	}
-	r := &tableReader{ctx: ctx, t: t, files: files, schema: schema, refs: 1, project: true, cm: cm}
+	r.project = true
 	defer r.Release()
 	col := func(rec arrow.RecordBatch, name string) arrow.Array {
 		if idx := rec.Schema().FieldIndices(name); len(idx) == 1 {

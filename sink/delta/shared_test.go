@@ -218,12 +218,13 @@ func TestOracleDeltaRS(t *testing.T) {
 }
 
 // readsRows are the shared tables whose rows the Go reader reads (the
-// others are partitioned, hold struct columns or INT96 timestamps past
-// arrow-go's range, or ship without their data files).
+// others hold struct columns or INT96 timestamps past arrow-go's range,
+// or ship without their data files).
 var readsRows = map[string]bool{
 	"simple_table": true, "delta-0.8.0": true, "simple_table_with_checkpoint": true,
 	"python-0.25.5-checkpoint": true, "table-with-dv-small": true,
 	"table_failed_last_checkpoint_update": true, "checkpoint-v2-table": true,
+	"delta-2.2.0-partitioned-types": true, "table_with_column_mapping": true,
 }
 
 // compareRows checks that Go reads the rows delta-rs reads: their count

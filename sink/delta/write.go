@@ -258,6 +258,10 @@ type fileSet struct {
 	cur       *dataFile
 	done      []AddFile
 	seq       int
+	// dir is the partition folder ("" or "col=value/") and values its
+	// partition values (nil: unpartitioned).
+	dir    string
+	values StringMap
 }
 
 func newUUID() string {
@@ -277,7 +281,7 @@ func (t *Table) writerProps(rec arrow.RecordBatch) *parquet.WriterProperties {
 
 func (s *fileSet) open(ctx context.Context) error {
 	s.seq++
-	name := fmt.Sprintf("part-%05d-%s-c%03d.snappy.parquet", s.partition, newUUID(), s.seq-1)
+	name := fmt.Sprintf("%spart-%05d-%s-c%03d.snappy.parquet", s.dir, s.partition, newUUID(), s.seq-1)
 	wctx, cancel := context.WithCancel(ctx)
 	bw, err := s.t.bucket.NewWriter(wctx, name, &blob.WriterOptions{ContentType: "application/octet-stream"})
 	if err != nil {
@@ -365,9 +369,13 @@ func (s *fileSet) finish() error {
 	if err != nil {
 		return fmt.Errorf("delta: stats of %s: %w", f.name, err)
 	}
+	pv := StringMap{}
+	for k, v := range s.values {
+		pv[k] = v
+	}
 	s.done = append(s.done, AddFile{
-		Path:             f.name,
-		PartitionValues:  StringMap{},
+		Path:             logPath(f.name),
+		PartitionValues:  pv,
 		Size:             f.cw.n,
 		ModificationTime: time.Now().UnixMilli(),
 		DataChange:       true,
@@ -386,7 +394,7 @@ func (s *fileSet) abort(ctx context.Context) {
 		_ = f.bw.Close()
 	}
 	for _, a := range s.done {
-		_ = s.t.bucket.Delete(context.WithoutCancel(ctx), a.Path)
+		_ = s.t.bucket.Delete(context.WithoutCancel(ctx), a.key())
 	}
 	s.done = nil
 }
@@ -403,11 +411,14 @@ func (t *Table) writeRecords(ctx context.Context, schema *arrow.Schema, partitio
 	if err != nil {
 		return nil, 0, err
 	}
-	s := &fileSet{t: t, schema: fileSchema, partition: partition, constant: constant}
-	defer func() { s.consts.release() }()
+	sets, err := t.newFileSets(ctx, fileSchema, partition, constant)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer sets.release()
 	var rows int64
 	fail := func(err error) ([]AddFile, int64, error) {
-		s.abort(ctx)
+		sets.abort(ctx)
 		return nil, 0, err
 	}
 	for rr.Next() {
@@ -418,25 +429,137 @@ func (t *Table) writeRecords(ctx context.Context, schema *arrow.Schema, partitio
 		if !rec.Schema().Equal(schema) {
 			return fail(schemaMismatch(schema, rec.Schema()))
 		}
+		rows += rec.NumRows()
 		if fileSchema != schema {
 			rec = relabel(rec, fileSchema, ntz)
-			err := s.write(ctx, rec)
+			err := sets.write(ctx, rec)
 			rec.Release()
 			if err != nil {
 				return fail(err)
 			}
-		} else if err := s.write(ctx, rec); err != nil {
+		} else if err := sets.write(ctx, rec); err != nil {
 			return fail(err)
 		}
-		rows += rec.NumRows()
 	}
 	if err := rr.Err(); err != nil {
 		return fail(fmt.Errorf("delta: reading records: %w", err))
 	}
-	if err := s.finish(); err != nil {
+	if err := sets.finish(); err != nil {
 		return fail(err)
 	}
-	return s.done, rows, nil
+	return sets.done(), rows, nil
+}
+
+// maxOpenPartitions bounds the data files open at once in a partitioned
+// table (each buffers a row group): past it, every open file is closed.
+const maxOpenPartitions = 16
+
+// fileSets writes records into one fileSet, or one per partition value of
+// a partitioned table (partition.go).
+type fileSets struct {
+	t         *Table
+	schema    *arrow.Schema // the data files' (no partition columns)
+	partition int
+	constant  bool
+	cols      []partitionColumn
+	byDir     map[string]*fileSet
+	order     []*fileSet
+}
+
+func (t *Table) newFileSets(ctx context.Context, schema *arrow.Schema, partition int, constant bool) (*fileSets, error) {
+	st, err := t.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cols, err := st.partitionColumns()
+	if err != nil {
+		return nil, &UnsupportedProtocolError{Table: t.url, Feature: "partitionColumns: " + err.Error(), Write: true}
+	}
+	fs := &fileSets{t: t, schema: schema, partition: partition, constant: constant, cols: cols, byDir: map[string]*fileSet{}}
+	if len(cols) > 0 {
+		var keep []arrow.Field
+		for _, f := range schema.Fields() {
+			part := false
+			for _, c := range cols {
+				part = part || f.Name == c.key
+			}
+			if !part {
+				keep = append(keep, f)
+			}
+		}
+		md := schema.Metadata()
+		fs.schema = arrow.NewSchema(keep, &md)
+	}
+	return fs, nil
+}
+
+func (fs *fileSets) get(dir string, values StringMap) *fileSet {
+	s, ok := fs.byDir[dir]
+	if !ok {
+		s = &fileSet{t: fs.t, schema: fs.schema, partition: fs.partition, constant: fs.constant, dir: dir, values: values}
+		fs.byDir[dir] = s
+		fs.order = append(fs.order, s)
+	}
+	return s
+}
+
+func (fs *fileSets) write(ctx context.Context, rec arrow.RecordBatch) error {
+	if len(fs.cols) == 0 {
+		return fs.get("", nil).write(ctx, rec)
+	}
+	values, groups, err := splitByPartition(ctx, rec, fs.cols, fs.schema)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, g := range groups {
+			g.Release()
+		}
+	}()
+	for i, g := range groups {
+		if err := fs.get(partitionDir(fs.cols, values[i]), values[i]).write(ctx, g); err != nil {
+			return err
+		}
+	}
+	open := 0
+	for _, s := range fs.order {
+		if s.cur != nil {
+			open++
+		}
+	}
+	if open > maxOpenPartitions {
+		return fs.finish()
+	}
+	return nil
+}
+
+func (fs *fileSets) finish() error {
+	for _, s := range fs.order {
+		if err := s.finish(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (fs *fileSets) abort(ctx context.Context) {
+	for _, s := range fs.order {
+		s.abort(ctx)
+	}
+}
+
+func (fs *fileSets) done() []AddFile {
+	var out []AddFile
+	for _, s := range fs.order {
+		out = append(out, s.done...)
+	}
+	return out
+}
+
+func (fs *fileSets) release() {
+	for _, s := range fs.order {
+		s.consts.release()
+	}
 }
 
 // schemaMismatch names the first column where got differs from want.
