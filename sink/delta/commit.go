@@ -435,8 +435,20 @@ func (t *Table) AppendChanges(ctx context.Context, captureInstance string, batch
 // inCommitTimestamp, one millisecond past the previous commit's at least
 // (inCommitTimestamp).
 func (t *Table) honourFeatures(ctx context.Context, s *state, v int64, acts []action) ([]action, error) {
-	if s.version < 0 {
-		return acts, nil
+	created := s.version < 0
+	if created {
+		// The creating commit honours the features it turns on.
+		s = emptyState()
+		for i := range acts {
+			if acts[i].Protocol != nil || acts[i].MetaData != nil {
+				if err := s.apply(&acts[i]); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if s.protocol == nil {
+			return acts, nil
+		}
 	}
 	if rowTracking(s) {
 		hwm, err := s.rowIDHighWaterMark()
@@ -468,9 +480,12 @@ func (t *Table) honourFeatures(ctx context.Context, s *state, v int64, acts []ac
 		if len(acts) == 0 || acts[0].CommitInfo == nil {
 			return nil, fmt.Errorf("delta: commit %d: in-commit timestamps need the commitInfo first", v)
 		}
-		prev, err := t.inCommitTimestamp(ctx, s.version)
-		if err != nil {
-			return nil, err
+		var prev int64
+		if !created {
+			var err error
+			if prev, err = t.inCommitTimestamp(ctx, s.version); err != nil {
+				return nil, err
+			}
 		}
 		ict := max(time.Now().UnixMilli(), prev+1)
 		var ci map[string]any
@@ -533,11 +548,10 @@ func (t *Table) schemaActions(s *state, schema *arrow.Schema) ([]action, error) 
 		if err != nil {
 			return nil, err
 		}
-		now := time.Now().UnixMilli()
-		return []action{
-			{Protocol: &Protocol{MinReaderVersion: 1, MinWriterVersion: 2}},
-			{MetaData: &metaData{ID: newUUID(), Format: format{Provider: "parquet", Options: StringMap{}}, SchemaString: ds.String(), PartitionColumns: []string{}, Configuration: StringMap{}, CreatedTime: &now}},
-		}, nil
+		if err := t.opts.Create.validate(); err != nil {
+			return nil, err
+		}
+		return t.opts.Create.createActions(ds, newUUID(), time.Now().UnixMilli())
 	}
 	if err := t.checkSchema(s, schema); err != nil {
 		return nil, err

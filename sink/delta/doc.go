@@ -39,7 +39,11 @@
 // Azure honour it, and package reliability runs every commit path against
 // moto, fake-gcs-server and Azurite.
 //
-// The first write creates the table (protocol 1/2, the records' schema).
+// The first write creates the table in the records' schema: unpartitioned
+// at protocol 1/2, or as Options.Create asks (partition columns, table
+// properties, features; column-mapped physical names follow from each
+// column's position and name, so data files written before the creating
+// commit, in any process, already use them).
 // Records with extra nullable columns add them to the schema (the bronze
 // migration that added _snapshot and _chunk); any other difference is a
 // *SchemaError naming the column, before anything is written.

@@ -83,3 +83,31 @@ func Example() {
 	// committed version 0 rows 3
 	// found dbo_Orders 0x0000002A00000F380003 2026-12-01T08:00:00Z
 }
+
+// Create the bronze table with the features Databricks turns on for new
+// tables, partitioned by a captured column, when the first snapshot
+// lands. An existing table keeps what it has: Open only reads it.
+func ExampleCreateOptions() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "bronze")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	table, err := delta.Open(ctx, dir, delta.Options{Create: delta.CreateOptions{
+		PartitionBy: []string{"region"},
+		Properties:  map[string]string{"delta.logRetentionDuration": "interval 30 days"},
+		Features:    []string{"deletionVectors", "inCommitTimestamp", "rowTracking"},
+	}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer table.Close()
+	v, _ := table.Version(ctx)
+	fmt.Println("version", v, "(created by the first commit)")
+	_, err = delta.Open(ctx, dir, delta.Options{Create: delta.CreateOptions{Features: []string{"liquidClustering"}}})
+	fmt.Println(err != nil)
+	// Output:
+	// version -1 (created by the first commit)
+	// true
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -489,4 +490,88 @@ func FuzzPartitionValue(f *testing.F) {
 			tc.arr.Release()
 		}
 	})
+}
+
+// TestCreateOptions: a table created with Databricks' defaults and more
+// (deletion vectors, in-commit timestamps, row tracking, column mapping,
+// change data feed, v2 checkpoints, append-only), partitioned, gets the
+// protocol and properties those features need from its first commit on,
+// its data files (written before that commit) already follow them, and it
+// reads back in Go, delta-rs and DuckDB. Bad options are refused before
+// any I/O.
+func TestCreateOptions(t *testing.T) {
+	ctx := context.Background()
+	if _, err := Open(ctx, filepath.Join(t.TempDir(), "x"), Options{Create: CreateOptions{Features: []string{"deletionVectors", "clustering"}, PartitionBy: []string{"a", "A"}}}); err == nil ||
+		!strings.Contains(err.Error(), `feature "clustering"`) || !strings.Contains(err.Error(), `partition column "A"`) {
+		t.Fatalf("bad options: %v", err)
+	}
+	schema := bronze(t, capturedSchema())
+	dir := t.TempDir()
+	opts := Options{Create: CreateOptions{
+		PartitionBy: []string{"flag"},
+		Properties:  map[string]string{"delta.logRetentionDuration": "interval 60 days"},
+		Features:    []string{"deletionVectors", "inCommitTimestamp", "rowTracking", "columnMapping", "changeDataFeed", "v2Checkpoint", "appendOnly"},
+	}}
+	tb, err := Open(ctx, dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	if _, err := takeSnapshot(ctx, t, tb, snapshotInfo(t, schema, "dbo_Orders", "0x0000002A000000100001"), 2, 50); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.AppendChanges(ctx, "dbo_Orders", 1, changeRows(t, schema, "dbo_Orders", 1, 300, 6)); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := tb.Protocol(ctx)
+	if p.MinReaderVersion != 3 || p.MinWriterVersion != 7 || !slices.Contains(p.ReaderFeatures, "columnMapping") || !slices.Contains(p.WriterFeatures, "domainMetadata") {
+		t.Fatalf("protocol %+v", p)
+	}
+	s, _ := tb.current(ctx)
+	for k, v := range map[string]string{"delta.enableDeletionVectors": "true", "delta.enableInCommitTimestamps": "true", "delta.enableRowTracking": "true",
+		"delta.columnMapping.mode": "name", "delta.enableChangeDataFeed": "true", "delta.checkpointPolicy": "v2", "delta.appendOnly": "true",
+		"delta.logRetentionDuration": "interval 60 days"} {
+		if s.meta.Configuration[k] != v {
+			t.Fatalf("property %s = %q, want %q", k, s.meta.Configuration[k], v)
+		}
+	}
+	acts, err := tb.readCommit(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ci struct {
+		ICT int64 `json:"inCommitTimestamp"`
+	}
+	if err := json.Unmarshal(acts[0].CommitInfo, &ci); err != nil || ci.ICT == 0 {
+		t.Fatalf("the creating commit has no inCommitTimestamp: %s", acts[0].CommitInfo)
+	}
+	cm, _ := s.mapping()
+	files, _ := tb.Files(ctx)
+	for _, f := range files {
+		if f.BaseRowID == nil || !strings.HasPrefix(f.key(), cm.fileName("flag")+"=") {
+			t.Fatalf("file %s: baseRowId %v, partition folder not %s=", f.key(), f.BaseRowID, cm.fileName("flag"))
+		}
+		st, _ := f.ParseStats()
+		if _, ok := st.NullCount[cm.fileName("id")]; !ok {
+			t.Fatalf("stats of %s are not keyed by physical names: %s", f.Path, f.Stats)
+		}
+	}
+	tbl := readAll(t, tb)
+	if tbl.NumRows() != 106 {
+		t.Fatalf("read %d rows", tbl.NumRows())
+	}
+	tbl.Release()
+	if py := os.Getenv(testenv.PythonEnv); py != "" {
+		var rs struct {
+			NumRows int64 `json:"num_rows"`
+		}
+		runPython(t, py, &rs, "verify", dir)
+		var dk struct {
+			Count int64 `json:"count"`
+		}
+		runPython(t, py, &dk, "duckdb", dir)
+		if rs.NumRows != 106 || dk.Count != 106 {
+			t.Fatalf("delta-rs read %d rows, DuckDB %d; want 106", rs.NumRows, dk.Count)
+		}
+	}
 }

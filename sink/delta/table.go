@@ -40,6 +40,10 @@ type Options struct {
 	CheckpointInterval int
 	// Logger receives debug and warning messages. Nil means silent.
 	Logger *slog.Logger
+	// Create shapes the table when this package creates it (partition
+	// columns, properties, features); the zero value creates an
+	// unpartitioned table at protocol (1, 2).
+	Create CreateOptions
 }
 
 func (o Options) targetFileSize() int64 {
@@ -92,6 +96,9 @@ var _ sink.Sink = (*Table)(nil)
 // s3://bucket/path, gs://bucket/path, azblob://container/path, with the
 // query parameters of the gocloud.dev driver (region=..., and so on).
 func Open(ctx context.Context, rawURL string, opts Options) (*Table, error) {
+	if err := opts.Create.validate(); err != nil {
+		return nil, err
+	}
 	u, err := url.Parse(rawURL)
 	local := err != nil || u.Scheme == "" || len(u.Scheme) == 1 // "C:\..." on Windows
 	if !local && u.Scheme == "file" {

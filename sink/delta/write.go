@@ -407,11 +407,15 @@ func (s *fileSet) abort(ctx context.Context) {
 // rows vary, and a value changing mid-row-group makes pqarrow fall back to
 // plain encoding for that column chunk.
 func (t *Table) writeRecords(ctx context.Context, schema *arrow.Schema, partition int, rr array.RecordReader, constant bool) ([]AddFile, int64, error) {
-	fileSchema, ntz, err := t.fileSchema(ctx, schema)
+	st, err := t.effective(ctx, schema)
 	if err != nil {
 		return nil, 0, err
 	}
-	sets, err := t.newFileSets(ctx, fileSchema, partition, constant)
+	fileSchema, ntz, err := fileSchemaOf(st, schema)
+	if err != nil {
+		return nil, 0, err
+	}
+	sets, err := t.newFileSets(st, fileSchema, partition, constant)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -466,11 +470,7 @@ type fileSets struct {
 	order     []*fileSet
 }
 
-func (t *Table) newFileSets(ctx context.Context, schema *arrow.Schema, partition int, constant bool) (*fileSets, error) {
-	st, err := t.current(ctx)
-	if err != nil {
-		return nil, err
-	}
+func (t *Table) newFileSets(st *state, schema *arrow.Schema, partition int, constant bool) (*fileSets, error) {
 	cols, err := st.partitionColumns()
 	if err != nil {
 		return nil, &UnsupportedProtocolError{Table: t.url, Feature: "partitionColumns: " + err.Error(), Write: true}
@@ -579,7 +579,7 @@ func schemaMismatch(want, got *arrow.Schema) error {
 	return &SchemaError{Column: "?", Reason: "a record batch's schema differs (metadata)"}
 }
 
-// fileSchema returns the schema the records' data files are written in
+// fileSchemaOf returns the schema the records' data files are written in
 // (schema itself when the table asks for nothing else) and the indexes of
 // the columns whose type it changes. A mapped table's columns take their
 // physical names and field ids (colmap.go). A UTC timestamp column the
@@ -587,11 +587,7 @@ func schemaMismatch(want, got *arrow.Schema) error {
 // isAdjustedToUTC false, as the protocol asks; the values are the same
 // microseconds: SQL Server's datetime2 and datetime are wall-clock values,
 // which the bronze schema labels UTC.
-func (t *Table) fileSchema(ctx context.Context, schema *arrow.Schema) (*arrow.Schema, []int, error) {
-	st, err := t.current(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
+func fileSchemaOf(st *state, schema *arrow.Schema) (*arrow.Schema, []int, error) {
 	cm, err := st.mapping()
 	if err != nil {
 		return nil, nil, err
@@ -633,4 +629,19 @@ func relabel(rec arrow.RecordBatch, schema *arrow.Schema, idx []int) arrow.Recor
 		a.Release()
 	}
 	return out
+}
+
+// effective is the table's state, or, when the table does not exist yet,
+// the state its creating commit will give it (Options.Create) for records
+// in schema: data files are written before that commit.
+func (t *Table) effective(ctx context.Context, schema *arrow.Schema) (*state, error) {
+	st, err := t.current(ctx)
+	if err != nil || st.version >= 0 {
+		return st, err
+	}
+	ds, err := schemaFromArrow(schema)
+	if err != nil {
+		return nil, err
+	}
+	return t.opts.Create.created(ds)
 }
