@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
 	"golang.org/x/term"
@@ -45,6 +46,7 @@ type config struct {
 	verbose    bool
 	progress   time.Duration
 	sourceOut  string
+	create     delta.CreateOptions
 }
 
 func main() {
@@ -59,8 +61,11 @@ func main() {
 	flag.BoolVar(&cfg.verbose, "v", false, "log decisions (partition strategy, commits) to stderr")
 	flag.DurationVar(&cfg.progress, "progress", time.Second, "interval of plain progress lines when stderr is not a terminal")
 	flag.StringVar(&cfg.sourceOut, "source-parquet", "", "also write the demo source table's final rows to this Parquet file (for checks with other readers)")
+	partitionBy := flag.String("partition-by", "", "when the job creates the table: captured columns to partition it by, comma-separated (e.g. region)")
+	features := flag.String("features", "", "when the job creates the table: Delta table features, comma-separated (e.g. deletionVectors,inCommitTimestamp,rowTracking, Databricks' defaults; see delta.CreateOptions)")
 	fast := flag.Bool("fast-snappy", false, "compress Parquet pages with s2's fast Snappy encoder (sink/delta/fastsnappy): less CPU, about 12% larger files")
 	flag.Parse()
+	cfg.create = delta.CreateOptions{PartitionBy: splitList(*partitionBy), Features: splitList(*features)}
 	if *fast {
 		// Process-wide, so before anything reads or writes Parquet.
 		if err := fastsnappy.Register(); err != nil {
@@ -85,7 +90,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if cfg.verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	table, err := delta.Open(ctx, cfg.target, delta.Options{Logger: logger})
+	table, err := delta.Open(ctx, cfg.target, delta.Options{Logger: logger, Create: cfg.create})
 	if err != nil {
 		return err
 	}
@@ -116,7 +121,11 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "snapshot exists: %s already holds a snapshot of %s at LSN %s (version %d); read nothing\n", cfg.target, demoInstance, old.LSN, old.Version)
+			where := fmt.Sprintf("version %d", old.Version)
+			if old.Version < 0 {
+				where = "found from its rows: its txn record expired"
+			}
+			fmt.Fprintf(stdout, "snapshot exists: %s already holds a snapshot of %s at LSN %s (%s); read nothing\n", cfg.target, demoInstance, old.LSN, where)
 			fmt.Fprintf(stdout, "stream:   start after %s (first LSN to read: %s)\n", old.LSN, next)
 			fmt.Fprintln(stdout, "demo:     that snapshot's demo database lived in the memory of the run that took it; -target <new folder> runs the whole demo again")
 			return nil
@@ -240,4 +249,15 @@ func appendChanges(ctx context.Context, src source.Source, table *delta.Table, i
 		return 0, err
 	}
 	return counted.rows, nil
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/cdcsnap/cdcsnap/sink/delta"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 )
 
@@ -92,5 +93,31 @@ func TestFormatProgress(t *testing.T) {
 		if got := formatProgress(tc.p); got != tc.want {
 			t.Errorf("formatProgress(%+v) = %q, want %q", tc.p, got, tc.want)
 		}
+	}
+}
+
+// TestRunCreatesTableWithFeatures: with -partition-by and -features the
+// job creates a partitioned table with Databricks' default features, and
+// its own check still proves the latest image equals the source.
+func TestRunCreatesTableWithFeatures(t *testing.T) {
+	dir := t.TempDir()
+	cfg := config{target: dir, rows: 3000, partitions: 2, progress: time.Hour,
+		create: delta.CreateOptions{PartitionBy: []string{"region"}, Features: []string{"deletionVectors", "inCommitTimestamp", "rowTracking"}}}
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), cfg, &out, &errOut); err != nil {
+		t.Fatalf("run: %v\n%s", err, &out)
+	}
+	if !strings.Contains(out.String(), "check:    latest image of "+dir+" equals the source table") {
+		t.Fatalf("no passing check:\n%s", &out)
+	}
+	table, err := delta.Open(context.Background(), dir, delta.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer table.Close()
+	p, _ := table.Protocol(context.Background())
+	files, _ := table.Files(context.Background())
+	if p.MinWriterVersion != 7 || len(files) == 0 || !strings.HasPrefix(files[0].Path, "region=") {
+		t.Fatalf("protocol %+v, first file %v", p, files[0].Path)
 	}
 }
