@@ -62,20 +62,29 @@ var (
 )
 
 // TestMaintenanceDeltaRS runs the maintenance operations with delta-rs
-// (Python deltalake, .ci/pyenv).
+// (Python deltalake: $CDCSNAP_PYTHON, else the venv .ci/pyenv creates).
 func TestMaintenanceDeltaRS(t *testing.T) {
-	t.Parallel()
-	py := maintPython(t)
-	runMaintenance(t, "delta-rs", deltaRSOps, py, "maintain_deltars.py")
+	runMaintenance(t, "delta-rs", deltaRSOps, testenv.PythonEnv, "pyenv", "maintain_deltars.py")
 }
 
 // TestMaintenanceSpark runs them with Spark + Delta (pyspark 4.0.1,
-// delta-spark 4.0.0, .ci/sparkenv), in one Spark session for every table.
+// delta-spark 4.0.0 and the Delta jar: $CDCSNAP_SPARK_PYTHON, else the venv
+// .ci/sparkenv creates, about 90 s the first time), in one Spark session
+// for every table.
 func TestMaintenanceSpark(t *testing.T) {
-	t.Parallel()
-	py := sparkPython(t)
-	runMaintenance(t, "Spark", sparkOps, py, "maintain_spark.py")
+	if testing.Short() {
+		testenv.Skip(t, "Spark maintenance", "-short", "go test ./reliability (without -short)")
+	}
+	runMaintenance(t, "Spark", sparkOps, sparkPythonEnv, "sparkenv", "maintain_spark.py")
 }
+
+// sparkPythonEnv names an interpreter with pyspark and delta-spark that the
+// Spark test uses instead of installing .cache/spark-venv.
+const sparkPythonEnv = "CDCSNAP_SPARK_PYTHON"
+
+// installFailed is the engine process's exit code when .ci/<installer>
+// could not install the engine (no network): the test then skips.
+const installFailed = 97
 
 // maintTable is one prepared table and what Go wrote into it.
 type maintTable struct {
@@ -116,7 +125,7 @@ type engineResult struct {
 	Vacuumed    json.RawMessage `json:"vacuumed"`
 }
 
-func runMaintenance(t *testing.T, engine string, ops []string, py, script string) {
+func runMaintenance(t *testing.T, engine string, ops []string, pyEnv, installer, script string) {
 	ctx := context.Background()
 	seed := testworld.Seed(t, *seedFlag)
 	root := t.TempDir()
@@ -137,33 +146,78 @@ func runMaintenance(t *testing.T, engine string, ops []string, py, script string
 		job.Tables = append(job.Tables, jobTable{Path: dir, Op: op})
 	}
 	prepared := time.Since(start)
-
 	jobFile := filepath.Join(root, "job.json")
 	b, _ := json.Marshal(job)
 	if err := os.WriteFile(jobFile, b, 0o666); err != nil {
 		t.Fatal(err)
 	}
-	engineStart := time.Now()
-	cctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(cctx, py, filepath.Join("testdata", script), jobFile)
-	cmd.Dir = "."
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	engineTime := time.Since(engineStart)
+
+	// The engine (after its install, when needed) runs as a child process
+	// started before t.Parallel: it works while the package's sequential
+	// tests run. Its output goes to files, so no goroutine copies it (the
+	// leak tests would see one), and no context watches it: a timer kills
+	// it after 15 minutes.
+	scriptPath, err := filepath.Abs(filepath.Join("testdata", script))
 	if err != nil {
-		t.Fatalf("%s: %s: %v\n%s", engine, script, err, tail(stderr.String(), 60))
+		t.Fatal(err)
+	}
+	var cmd *exec.Cmd
+	if py := os.Getenv(pyEnv); py != "" {
+		cmd = exec.Command(py, scriptPath, jobFile)
+	} else {
+		root, err := filepath.Abs("..")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd = exec.Command("bash", "-c", `start=$SECONDS
+py=$(bash "$0") || { echo "maint: $0 failed"; exit `+fmt.Sprint(installFailed)+`; }
+echo "maint: $0: $py ($((SECONDS - start)) s)" >&2
+exec "$py" "$1" "$2"`, filepath.Join(root, ".ci", installer), scriptPath, jobFile)
+	}
+	stdout, err := os.Create(filepath.Join(root, "engine.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdout.Close()
+	stderr, err := os.Create(filepath.Join(root, "engine.err"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close()
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	engineStart := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("%s: %v", engine, err)
+	}
+	kill := time.AfterFunc(15*time.Minute, func() { _ = cmd.Process.Kill() })
+	defer kill.Stop()
+	t.Parallel()
+	err = cmd.Wait()
+	engineTime := time.Since(engineStart)
+	errText, _ := os.ReadFile(stderr.Name())
+	out, _ := os.ReadFile(stdout.Name())
+	for _, line := range strings.Split(string(errText), "\n") {
+		if strings.HasPrefix(line, "maint: ") {
+			t.Log(strings.TrimPrefix(line, "maint: "))
+		}
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == installFailed {
+		testenv.Skip(t, engine+" maintenance", fmt.Sprintf(".ci/%s could not install %s (no network?): %s", installer, engine, tail(string(errText), 3)),
+			"run .ci/"+installer+" where pip and Maven reach their registries, or set "+pyEnv)
+	}
+	if err != nil {
+		t.Fatalf("%s: %s: %v\n%s", engine, script, err, tail(string(errText), 60))
 	}
 	var results map[string]engineResult
 	if err := json.Unmarshal(out, &results); err != nil {
-		t.Fatalf("%s printed %q: %v\n%s", script, tail(string(out), 20), err, tail(stderr.String(), 20))
+		t.Fatalf("%s printed %q: %v\n%s", script, tail(string(out), 20), err, tail(string(errText), 20))
 	}
 	var session float64
 	for _, r := range results {
 		session = max(session, r.Session)
 	}
-	t.Logf("%s: Go wrote %d tables in %s; the engine ran for %s (session start %.1fs)",
+	t.Logf("%s: Go wrote %d tables in %s; the engine (with its install, if any) ran for %s, overlapping the package's sequential tests (session start %.1fs)",
 		engine, len(tables), prepared.Round(time.Millisecond), engineTime.Round(time.Millisecond), session)
 
 	for _, m := range tables {
@@ -910,7 +964,9 @@ func tail(s string, lines int) string {
 }
 
 // maintPython is the delta-rs interpreter: $CDCSNAP_PYTHON (set by
-// internal/testrun), else the venv .ci/pyenv creates (idempotent).
+// internal/testrun), else the venv .ci/pyenv creates (idempotent). For
+// tests that need it at once (the maintenance tests start theirs as a
+// child process instead).
 func maintPython(t *testing.T) string {
 	t.Helper()
 	if py := os.Getenv(testenv.PythonEnv); py != "" {
@@ -918,10 +974,6 @@ func maintPython(t *testing.T) string {
 	}
 	return installer(t, "delta-rs maintenance", "pyenv")
 }
-
-// SparkPythonEnv names an interpreter with pyspark and delta-spark that
-// the Spark tests use instead of installing .cache/spark-venv.
-const sparkPythonEnv = "CDCSNAP_SPARK_PYTHON"
 
 // sparkPython is the Spark interpreter: $CDCSNAP_SPARK_PYTHON, else the
 // venv .ci/sparkenv creates (pyspark, delta-spark and the Delta jar in the

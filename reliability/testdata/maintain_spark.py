@@ -5,14 +5,16 @@ Usage: maintain_spark.py JOB.json
 JOB.json: {"tables": [{"path": "...", "op": "..."}, ...], "filler": "<capture instance>"}
 Ops (each on its own table):
   txn-retention  delta.setTransactionRetentionDuration 1 s, logRetentionDuration
-                 0 s, enableExpiredLogCleanup, checkpointInterval 5; wait past
-                 the retention; 12 appends (Spark checkpoints at versions 10
-                 and 15); the log files' mtimes set two days back; 1 append,
-                 whose checkpoint (version 20) runs Spark's own log cleanup.
-                 Delta's cleanup only deletes log files older than the start of
-                 the day their retention ends in (MetadataCleanup truncates the
-                 cutoff to the day): backdating shows the table as it would be
-                 two days later, and nothing else is forced.
+                 0 s, enableExpiredLogCleanup, checkpointInterval 3; wait past
+                 the retention; appends up to the version before the second
+                 multiple of 3 (Spark checkpoints at the first one, dropping
+                 the expired txns); the log files' mtimes set two days back;
+                 1 append, whose checkpoint runs Spark's own log cleanup. Delta's
+                 cleanup only deletes log files older than the start of the day
+                 their retention ends in (MetadataCleanup truncates the cutoff
+                 to the day): backdating shows the table as it would be two
+                 days later, and nothing else is forced. (5 appends, not
+                 delta-rs's 25: each Spark append costs 2-4 s here.)
   checkpoint     2 appends; DeltaLog.checkpoint; 1 append (the checkpoint
                  stays the newest: Spark's own come at versions 10, 20...)
   multipart      the same with spark.databricks.delta.checkpoint.partSize=4
@@ -148,17 +150,18 @@ for t in retention:
         'delta.setTransactionRetentionDuration' = 'interval 1 seconds',
         'delta.logRetentionDuration' = 'interval 0 seconds',
         'delta.enableExpiredLogCleanup' = 'true',
-        'delta.checkpointInterval' = '5')""")
+        'delta.checkpointInterval' = '3')""")
 if retention:
     time.sleep(2.5)  # past the 1 s transaction retention
 for t in retention:
     path = t["path"]
     try:
         v = snap(path).version()
-        n = 19 - v  # up to version 19: Spark's checkpoints at 10 and 15 drop the expired txns
-        append(path, n)
+        target = (v // 3 + 2) * 3  # the second checkpoint version after the ALTER
+        n = target - 1 - v
+        append(path, n)  # Spark checkpoints at (v // 3 + 1) * 3: the expired txns are dropped
         backdate_log(path, 2 * 86400)
-        append(path, 1, n + 1)  # version 20: checkpoint, then Spark's log cleanup
+        append(path, 1, n + 1)  # the checkpoint at target, then Spark's log cleanup
         r = out[path]
         r["appends"] = n + 1
     except Exception as e:
