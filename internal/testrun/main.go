@@ -123,7 +123,13 @@ func run(python bool, logPath string, args []string, stdout, stderr io.Writer) (
 	}
 	defer logFile.Close()
 
-	goArgs := append([]string{"test", "-race", "-json"}, args...)
+	goArgs := []string{"test", "-race", "-json"}
+	if !hasFlag(args, "timeout") {
+		// The reliability package runs Spark, delta-rs and three object-store
+		// servers under -race on two cores: past go test's 10-minute default.
+		goArgs = append(goArgs, "-timeout", "25m")
+	}
+	goArgs = append(goArgs, args...)
 	if !hasPackages(args) {
 		goArgs = append(goArgs, "./...")
 	}
@@ -342,4 +348,15 @@ func (s *summary) report(logPath string) {
 		}
 	}
 	fmt.Fprintf(s.out, "full output: %s\n", logPath)
+}
+
+// hasFlag reports whether args set the go test flag name.
+func hasFlag(args []string, name string) bool {
+	for _, a := range args {
+		a = strings.TrimLeft(a, "-")
+		if a == name || strings.HasPrefix(a, name+"=") {
+			return true
+		}
+	}
+	return false
 }
