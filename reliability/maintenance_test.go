@@ -963,6 +963,11 @@ func tail(s string, lines int) string {
 	return strings.Join(l, "\n")
 }
 
+// The helpers below are for other tests of the package that need an
+// engine's interpreter at once; the maintenance tests themselves start the
+// install and the engine as one child process.
+var _, _ = maintPython, sparkPython
+
 // maintPython is the delta-rs interpreter: $CDCSNAP_PYTHON (set by
 // internal/testrun), else the venv .ci/pyenv creates (idempotent). For
 // tests that need it at once (the maintenance tests start theirs as a
