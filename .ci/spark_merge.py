@@ -23,6 +23,7 @@ builder = (
     .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
     .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
     .config("spark.ui.enabled", "false")
+    .config("spark.ui.showConsoleProgress", "false")
     .config("spark.sql.shuffle.partitions", "2")
     .config("spark.databricks.delta.snapshotPartitions", "2")
     .config("spark.sql.session.timeZone", "UTC")
