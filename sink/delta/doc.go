@@ -158,10 +158,11 @@
 // A bronze table created by Spark 4 or Databricks (protocol 3/7) is
 // appended to when an appending writer can do what each of its writer
 // features asks (see features.go): appendOnly, changeDataFeed (appends
-// need no cdc files), deletionVectors, domainMetadata, typeWidening,
-// vacuumProtocolCheck and v2Checkpoint ask nothing of it (it writes no
-// checkpoint into a table with features); timestamp_ntz columns take the
-// bronze timestamps as wall-clock values; inCommitTimestamp gets a
+// need no cdc files), deletionVectors, domainMetadata, vacuumProtocolCheck
+// and v2Checkpoint ask nothing of it (it writes no checkpoint into a table
+// with features); timestamp_ntz columns take the bronze timestamps as
+// wall-clock values; columns widened by typeWidening take the bronze
+// values cast to the wider type; inCommitTimestamp gets a
 // commitInfo first in every commit with its inCommitTimestamp; rowTracking
 // gets fresh baseRowId and defaultRowCommitVersion on every add and the
 // delta.rowTracking high water mark; columnMapping (name or id mode) gets

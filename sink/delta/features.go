@@ -20,9 +20,11 @@ import (
 //   - appendOnly: it never removes or rewrites a file;
 //   - changeDataFeed: a commit that only adds files needs no cdc files
 //     ("Change Data Files": readers take inserts from the add actions);
-//   - deletionVectors, domainMetadata, typeWidening, vacuumProtocolCheck:
-//     nothing to do when appending (it writes no vector or domain of its
-//     own, and reads vectors wherever it reads rows);
+//   - deletionVectors, domainMetadata, vacuumProtocolCheck: nothing to
+//     do when appending (it writes no vector or domain of its own, and
+//     reads vectors wherever it reads rows);
+//   - typeWidening: a widened column takes the bronze records cast to its
+//     wider type (schema.go, widens), and older files read cast to it;
 //   - v2Checkpoint: it writes no checkpoint into a table with features;
 //   - timestampNtz: its columns take the records' naive timestamps;
 //   - inCommitTimestamp: each commit's commitInfo, first in the commit,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 
@@ -573,5 +574,82 @@ func TestCreateOptions(t *testing.T) {
 		if rs.NumRows != 106 || dk.Count != 106 {
 			t.Fatalf("delta-rs read %d rows, DuckDB %d; want 106", rs.NumRows, dk.Count)
 		}
+	}
+}
+
+// TestTypeWidening: after Spark widens columns (typeWidening: int to
+// long, smallint to int, float to double, decimal(18,4) to (22,6), date
+// to timestamp_ntz), files written before read back in the wide types
+// with the same values, and bronze records (still narrow: the capture
+// instance did not change) are written cast to them.
+func TestTypeWidening(t *testing.T) {
+	ctx := context.Background()
+	schema := bronze(t, capturedSchema())
+	dir := t.TempDir()
+	tb := openLocal(t, dir, Options{})
+	if _, err := takeSnapshot(ctx, t, tb, snapshotInfo(t, schema, "dbo_Orders", "0x0000002A000000100001"), 1, 30); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := tb.current(ctx)
+	wide := map[string]string{"qty": "long", "small": "integer", "ratio32": "double", "amount": "decimal(22,6)", "day": "timestamp_ntz"}
+	sc := Schema{Fields: slices.Clone(s.schema.Fields)}
+	for i, f := range sc.Fields {
+		if w, ok := wide[f.Name]; ok {
+			sc.Fields[i].Type, _ = json.Marshal(w)
+			sc.Fields[i].Metadata = map[string]any{"delta.typeChanges": []any{map[string]any{"fromType": f.TypeName(), "toType": w}}}
+		}
+	}
+	md := *s.meta
+	md.SchemaString = sc.String()
+	md.Configuration = StringMap{"delta.enableTypeWidening": "true"}
+	var b strings.Builder
+	for _, a := range []any{
+		map[string]any{"commitInfo": map[string]any{"operation": "CHANGE COLUMN"}},
+		map[string]any{"protocol": Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"timestampNtz", "typeWidening"}, WriterFeatures: []string{"timestampNtz", "typeWidening"}}},
+		map[string]any{"metaData": md},
+	} {
+		j, _ := json.Marshal(a)
+		b.Write(j)
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(filepath.Join(dir, "_delta_log", commitKey(s.version + 1)[len(logDir):]), []byte(b.String()), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	tb = openLocal(t, dir, Options{})
+	if _, err := tb.AppendChanges(ctx, "dbo_Orders", 1, changeRows(t, schema, "dbo_Orders", 1, 100, 10)); err != nil {
+		t.Fatal(err)
+	}
+	tbl := readAll(t, tb)
+	defer tbl.Release()
+	want := concat(t, schema, []arrow.RecordBatch{buildRecord(t, schema, 0, 30, rowSpec{}), buildRecord(t, schema, 100, 10, rowSpec{})})
+	defer want.Release()
+	if tbl.NumRows() != want.NumRows() {
+		t.Fatalf("%d rows, want %d", tbl.NumRows(), want.NumRows())
+	}
+	for name, w := range wide {
+		at, _ := arrowType(w)
+		col := tbl.Column(tbl.Schema().FieldIndices(name)[0])
+		if !arrow.TypeEqual(col.DataType(), at) {
+			t.Fatalf("%s reads as %s, want %s", name, col.DataType(), at)
+		}
+		c, err := compute.CastArray(ctx, want.Column(want.Schema().FieldIndices(name)[0]), compute.SafeCastOptions(at))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Files are read in path order: match rows by id.
+		byID := map[string]string{}
+		ids := tbl.Column(tbl.Schema().FieldIndices("id")[0]).Data().Chunks()
+		for k, g := range col.Data().Chunks() {
+			for i := range g.Len() {
+				byID[ids[k].ValueStr(i)] = g.ValueStr(i)
+			}
+		}
+		wantIDs := want.Column(want.Schema().FieldIndices("id")[0])
+		for i := range c.Len() {
+			if got := byID[wantIDs.ValueStr(i)]; got != c.ValueStr(i) {
+				t.Fatalf("%s of id %s: %s, want %s", name, wantIDs.ValueStr(i), got, c.ValueStr(i))
+			}
+		}
+		c.Release()
 	}
 }

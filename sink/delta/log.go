@@ -545,7 +545,14 @@ func marshalColumn(arr arrow.Array) ([]json.RawMessage, error) {
 
 // supportedReaderFeature reports table features this reader may ignore.
 func supportedReaderFeature(f string) bool {
-	return f == "vacuumProtocolCheck" || f == "deletionVectors" || f == "timestampNtz" || f == "v2Checkpoint" || f == "columnMapping"
+	switch f {
+	case "vacuumProtocolCheck", "deletionVectors", "timestampNtz", "v2Checkpoint", "columnMapping",
+		// Widened columns read through the cast every file's column gets
+		// to the table's type (tableReader.adapt).
+		"typeWidening", "typeWidening-preview":
+		return true
+	}
+	return false
 }
 
 func (t *Table) checkProtocol(p *Protocol) error {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -221,7 +222,7 @@ func evolve(table Schema, rec *arrow.Schema) (Schema, bool, error) {
 			problems = append(problems, &SchemaError{Column: tf.Name, Reason: "the table has this column and the records do not"})
 		case inf.Name != tf.Name:
 			problems = append(problems, &SchemaError{Column: inf.Name, Reason: fmt.Sprintf("differs in case from the table's column %q", tf.Name)})
-		case inf.TypeName() != tf.TypeName() && !(inf.TypeName() == "timestamp" && tf.TypeName() == "timestamp_ntz"):
+		case inf.TypeName() != tf.TypeName() && !(inf.TypeName() == "timestamp" && tf.TypeName() == "timestamp_ntz") && !widens(inf.TypeName(), tf.TypeName()):
 			problems = append(problems, &SchemaError{Column: tf.Name, Reason: fmt.Sprintf("the table has type %s, the records %s", tf.TypeName(), inf.TypeName())})
 		}
 	}
@@ -242,4 +243,36 @@ func evolve(table Schema, rec *arrow.Schema) (Schema, bool, error) {
 		return Schema{}, false, errors.Join(problems...)
 	}
 	return out, changed, nil
+}
+
+// widens reports whether a column of Delta type from can be written into
+// one of type to without loss, as the typeWidening feature widens columns
+// (PROTOCOL.md, "Type Widening"): integers to wider integers, byte, short
+// and int to double, float to double, date to timestamp_ntz, an integer
+// to a decimal with at least 10 integer digits (20 for long), a decimal
+// to one with at least its integer digits and scale. The writer casts
+// such columns.
+func widens(from, to string) bool {
+	ints := []string{"byte", "short", "integer", "long"}
+	fi, ti := slices.Index(ints, from), slices.Index(ints, to)
+	var p2, s2 int
+	toDecimal := false
+	if _, err := fmt.Sscanf(to, "decimal(%d,%d)", &p2, &s2); err == nil {
+		toDecimal = true
+	}
+	switch {
+	case fi >= 0 && ti >= 0:
+		return fi < ti
+	case from == "float" && to == "double", from == "date" && to == "timestamp_ntz":
+		return true
+	case fi >= 0 && fi <= 2 && to == "double":
+		return true
+	case fi >= 0 && toDecimal:
+		return p2-s2 >= map[bool]int{false: 10, true: 20}[from == "long"]
+	}
+	var p1, s1 int
+	if _, err := fmt.Sscanf(from, "decimal(%d,%d)", &p1, &s1); err != nil || !toDecimal {
+		return false
+	}
+	return s2 >= s1 && p2-s2 >= p1-s1 && (p2 != p1 || s2 != s1)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -435,8 +436,11 @@ func (t *Table) writeRecords(ctx context.Context, schema *arrow.Schema, partitio
 		}
 		rows += rec.NumRows()
 		if fileSchema != schema {
-			rec = relabel(rec, fileSchema, ntz)
-			err := sets.write(ctx, rec)
+			rec, err := relabel(ctx, rec, fileSchema, ntz)
+			if err != nil {
+				return fail(err)
+			}
+			err = sets.write(ctx, rec)
 			rec.Release()
 			if err != nil {
 				return fail(err)
@@ -595,12 +599,13 @@ func fileSchemaOf(st *state, schema *arrow.Schema) (*arrow.Schema, []int, error)
 	var idx []int
 	fields := slices.Clone(schema.Fields())
 	for _, tf := range st.schema.Fields {
-		if tf.TypeName() != "timestamp_ntz" {
-			continue
-		}
 		for _, i := range schema.FieldIndices(tf.Name) {
-			if tt, ok := fields[i].Type.(*arrow.TimestampType); ok && tt.TimeZone != "" {
-				fields[i].Type = &arrow.TimestampType{Unit: tt.Unit}
+			rt, err := deltaType(fields[i].Type)
+			if err != nil || rt == tf.TypeName() {
+				continue
+			}
+			if at, err := arrowType(tf.TypeName()); err == nil && (widens(rt, tf.TypeName()) || rt == "timestamp" && tf.TypeName() == "timestamp_ntz") {
+				fields[i].Type = at
 				idx = append(idx, i)
 			}
 		}
@@ -614,21 +619,33 @@ func fileSchemaOf(st *state, schema *arrow.Schema) (*arrow.Schema, []int, error)
 
 // relabel returns rec in schema, its columns idx given schema's types
 // over the same buffers.
-func relabel(rec arrow.RecordBatch, schema *arrow.Schema, idx []int) arrow.RecordBatch {
+func relabel(ctx context.Context, rec arrow.RecordBatch, schema *arrow.Schema, idx []int) (arrow.RecordBatch, error) {
 	cols := slices.Clone(rec.Columns())
 	var made []arrow.Array
+	defer func() {
+		for _, a := range made {
+			a.Release()
+		}
+	}()
 	for _, i := range idx {
-		d := cols[i].Data()
-		nd := array.NewData(schema.Field(i).Type, d.Len(), d.Buffers(), d.Children(), d.NullN(), d.Offset())
-		cols[i] = array.MakeFromData(nd)
-		nd.Release()
+		to := schema.Field(i).Type
+		_, fromTS := cols[i].DataType().(*arrow.TimestampType)
+		if _, toTS := to.(*arrow.TimestampType); fromTS && toTS {
+			// timestamp_ntz: the same microseconds without the zone.
+			d := cols[i].Data()
+			nd := array.NewData(to, d.Len(), d.Buffers(), d.Children(), d.NullN(), d.Offset())
+			cols[i] = array.MakeFromData(nd)
+			nd.Release()
+		} else {
+			c, err := compute.CastArray(ctx, cols[i], compute.SafeCastOptions(to))
+			if err != nil {
+				return nil, fmt.Errorf("column %s: widening to %s: %w", schema.Field(i).Name, to, err)
+			}
+			cols[i] = c
+		}
 		made = append(made, cols[i])
 	}
-	out := array.NewRecordBatch(schema, cols, rec.NumRows())
-	for _, a := range made {
-		a.Release()
-	}
-	return out
+	return array.NewRecordBatch(schema, cols, rec.NumRows()), nil
 }
 
 // effective is the table's state, or, when the table does not exist yet,
