@@ -540,7 +540,8 @@ func (t *Table) CompleteChunked(ctx context.Context, info sink.Info) (sink.Chunk
 }
 
 // ChunkedSnapshots returns every chunked snapshot recorded in the table,
-// oldest first, with their plans.
+// oldest first, with their plans; those whose txn records expired come
+// last, found from their heads and rows (Version -1).
 func (t *Table) ChunkedSnapshots(ctx context.Context) ([]sink.Chunked, error) {
 	s, err := t.current(ctx)
 	if err != nil {
@@ -549,12 +550,35 @@ func (t *Table) ChunkedSnapshots(ctx context.Context) ([]sink.Chunked, error) {
 	opens := chunkedOpens(s)
 	slices.SortFunc(opens, func(a, b sink.Chunked) int { return cmp.Compare(a.Version, b.Version) })
 	out := make([]sink.Chunked, 0, len(opens))
+	listed := map[string]bool{}
 	for _, c := range opens {
 		c, err := t.withPlan(ctx, chunkedProgress(s, c))
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, c)
+		listed[c.PlanID] = true
+	}
+	// Those whose open txn expired, found from their heads and rows
+	// (Version -1), after the others.
+	heads, err := t.chunkedHeads(ctx, "", "")
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range heads {
+		if listed[h.PlanID] {
+			continue
+		}
+		c, ok, err := t.chunkedFromRows(ctx, s, "", h.PlanID)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			if c, err = t.withPlan(ctx, c); err != nil {
+				return nil, err
+			}
+			out = append(out, c)
+		}
 	}
 	return out, nil
 }

@@ -211,6 +211,10 @@ func TestBackfillIntoDelta(t *testing.T) {
 				}
 				expired = true
 				expiries++
+				all, err := tb.ChunkedSnapshots(ctx)
+				if err != nil || len(all) != 1 || all[0].PlanID != open.PlanID || all[0].Version != -1 {
+					t.Fatalf("case %d: after expiry ChunkedSnapshots = %+v, %v", c, all, err)
+				}
 			}
 			if wave > 1000 {
 				t.Fatalf("case %d: no progress: %+v", c, res)
