@@ -153,40 +153,8 @@ func storeRace(t *testing.T, st *objstore.Store, r *rand.Rand) (string, uint64) 
 	url, s := st.URL("race"), r.Uint64()
 	prepareKillTable(t, url, s)
 	t0 := time.Now()
-	var cmds []*exec.Cmd
-	for i := range 8 {
-		cmd := exec.Command(exe, "-test.run=^$")
-		cmd.Env = append(os.Environ(), killDirEnv+"="+url, fmt.Sprintf("%s=%d", killSeedEnv, s),
-			killReadyEnv+"="+filepath.Join(t.TempDir(), fmt.Sprint("ready-", i)))
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds = append(cmds, cmd)
-	}
-	fresh := 0
-	var lsns []string
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("process %d: %v\n%s", i, err, cmdStderr(cmd))
-		}
-		var out killOutcome
-		if err := json.Unmarshal(cmdStdout(cmd), &out); err != nil {
-			t.Fatalf("process %d output: %v", i, err)
-		}
-		if !out.Result.Existing {
-			fresh++
-		}
-		lsns = append(lsns, out.Result.LSN.String())
-	}
-	if fresh != 1 {
-		t.Fatalf("%d processes committed a snapshot, want 1", fresh)
-	}
-	for _, l := range lsns {
-		if l != lsns[0] {
-			t.Fatalf("processes returned LSNs %v", lsns)
-		}
+	if err := raceBootstraps(exe, url, s, t.TempDir()); err != nil {
+		t.Fatal(err)
 	}
 	versions := commitVersions(t, st, "race")
 	for i, v := range versions {

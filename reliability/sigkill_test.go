@@ -362,41 +362,57 @@ func TestEightProcessesOneSnapshot(t *testing.T) {
 	for round := range 3 {
 		dir, s := t.TempDir(), r.Uint64()
 		prepareKillTable(t, dir, s)
-		var cmds []*exec.Cmd
-		for i := range 8 {
-			cmd := exec.Command(exe, "-test.run=^$")
-			cmd.Env = append(os.Environ(), killDirEnv+"="+dir, fmt.Sprintf("%s=%d", killSeedEnv, s),
-				killReadyEnv+"="+filepath.Join(t.TempDir(), fmt.Sprint("ready-", i)))
-			var out, errb bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &errb
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			cmds = append(cmds, cmd)
-		}
-		fresh := 0
-		var lsns []string
-		for i, cmd := range cmds {
-			if err := cmd.Wait(); err != nil {
-				t.Fatalf("round %d: process %d: %v\n%s", round, i, err, cmdStderr(cmd))
-			}
-			var out killOutcome
-			if err := json.Unmarshal(cmdStdout(cmd), &out); err != nil {
-				t.Fatalf("round %d: process %d output: %v", round, i, err)
-			}
-			if !out.Result.Existing {
-				fresh++
-			}
-			lsns = append(lsns, out.Result.LSN.String())
-		}
-		if fresh != 1 {
-			t.Fatalf("round %d: %d processes committed a snapshot, want 1", round, fresh)
-		}
-		for _, l := range lsns {
-			if l != lsns[0] {
-				t.Fatalf("round %d: processes returned LSNs %v", round, lsns)
-			}
+		if err := raceBootstraps(exe, dir, s, t.TempDir()); err != nil {
+			t.Fatalf("round %d: %v", round, err)
 		}
 		verifyKillTable(t, dir, s, true)
 	}
+}
+
+// raceBootstraps runs 8 processes bootstrapping the kill table at url
+// (prepared with seed s) at once and checks that exactly one committed a
+// snapshot and all returned its LSN.
+func raceBootstraps(exe, url string, s uint64, tmp string) error {
+	var cmds []*exec.Cmd
+	for i := range 8 {
+		cmd := exec.Command(exe, "-test.run=^$")
+		cmd.Env = append(os.Environ(), killDirEnv+"="+url, fmt.Sprintf("%s=%d", killSeedEnv, s),
+			killReadyEnv+"="+filepath.Join(tmp, fmt.Sprint("ready-", i)))
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		cmds = append(cmds, cmd)
+	}
+	fresh := 0
+	var lsns []string
+	var errs []error
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			errs = append(errs, fmt.Errorf("process %d: %v\n%s", i, err, cmdStderr(cmd)))
+			continue
+		}
+		var out killOutcome
+		if err := json.Unmarshal(cmdStdout(cmd), &out); err != nil {
+			errs = append(errs, fmt.Errorf("process %d output: %v", i, err))
+			continue
+		}
+		if !out.Result.Existing {
+			fresh++
+		}
+		lsns = append(lsns, out.Result.LSN.String())
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if fresh != 1 {
+		return fmt.Errorf("%d processes committed a snapshot, want 1", fresh)
+	}
+	for _, l := range lsns {
+		if l != lsns[0] {
+			return fmt.Errorf("processes returned LSNs %v", lsns)
+		}
+	}
+	return nil
 }

@@ -42,26 +42,14 @@ func StartAzure(ctx context.Context, dir string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	var p *process
-	var port int
-	for attempt := 0; ; attempt++ {
-		if port, err = freePort(); err != nil {
-			return nil, err
-		}
-		// --skipApiVersionCheck: the Go SDK may send a newer x-ms-version
-		// than Azurite 3.37.0 knows. --disableTelemetry: no network.
-		p, err = startProcess(bin, []string{"--blobHost", "127.0.0.1", "--blobPort", strconv.Itoa(port),
-			"--location", dir, "--silent", "--skipApiVersionCheck", "--disableTelemetry"}, nil)
-		if err != nil {
-			return nil, err
-		}
-		if err = p.waitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d/", port), 60*time.Second); err == nil {
-			break
-		}
-		_ = p.kill()
-		if attempt == 2 {
-			return nil, err
-		}
+	// --skipApiVersionCheck: the Go SDK may send a newer x-ms-version
+	// than Azurite 3.37.0 knows. --disableTelemetry: no network.
+	p, port, err := startServer(ctx, bin, func(port int) []string {
+		return []string{"--blobHost", "127.0.0.1", "--blobPort", strconv.Itoa(port),
+			"--location", dir, "--silent", "--skipApiVersionCheck", "--disableTelemetry"}
+	}, "/", 60*time.Second)
+	if err != nil {
+		return nil, err
 	}
 	endpoint := fmt.Sprintf("http://127.0.0.1:%d", port)
 	if err := createContainer(ctx, endpoint); err != nil {

@@ -47,25 +47,12 @@ func StartGCS(ctx context.Context) (*Store, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("%w: building fake-gcs-server: %v: %s", ErrUnavailable, err, lastLines(string(out), 5))
 	}
-	var p *process
-	var port int
-	for attempt := 0; ; attempt++ {
-		if port, err = freePort(); err != nil {
-			os.RemoveAll(dir)
-			return nil, err
-		}
-		if p, err = startProcess(bin, []string{"-port", strconv.Itoa(port), "-bucket", Bucket}, nil); err != nil {
-			os.RemoveAll(dir)
-			return nil, err
-		}
-		if err = p.waitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d/storage/v1/b", port), 30*time.Second); err == nil {
-			break
-		}
-		_ = p.kill()
-		if attempt == 2 {
-			os.RemoveAll(dir)
-			return nil, err
-		}
+	p, port, err := startServer(ctx, bin, func(port int) []string {
+		return []string{"-port", strconv.Itoa(port), "-bucket", Bucket}
+	}, "/storage/v1/b", 30*time.Second)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
 	}
 	endpoint := fmt.Sprintf("http://127.0.0.1:%d", port)
 	s := &Store{Kind: "gcs", Endpoint: endpoint, stop: func() error {

@@ -216,3 +216,27 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return string(l.b)
 }
+
+// startServer starts a server on a free loopback port (args gives its
+// command line for the port) and waits until readyPath answers over
+// HTTP; a port taken meanwhile, or a server that does not come up in
+// timeout, gets two more tries.
+func startServer(ctx context.Context, bin string, args func(port int) []string, readyPath string, timeout time.Duration) (*process, int, error) {
+	for attempt := 0; ; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			return nil, 0, err
+		}
+		p, err := startProcess(bin, args(port), nil)
+		if err != nil {
+			return nil, 0, err
+		}
+		if err = p.waitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d%s", port, readyPath), timeout); err == nil {
+			return p, port, nil
+		}
+		_ = p.kill()
+		if attempt == 2 {
+			return nil, 0, err
+		}
+	}
+}

@@ -62,29 +62,15 @@ func StartS3(ctx context.Context, opts S3Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	var p *process
-	var port int
-	for attempt := 0; ; attempt++ {
-		port, err = freePort()
-		if err != nil {
-			return nil, err
-		}
-		mode := "threaded"
-		if opts.Serial {
-			mode = "serial"
-		}
-		p, err = startProcess(py, []string{"-c", motoLauncher, "127.0.0.1", strconv.Itoa(port), mode}, nil)
-		if err != nil {
-			return nil, err
-		}
-		endpoint := fmt.Sprintf("http://127.0.0.1:%d", port)
-		if err = p.waitHTTP(ctx, endpoint+"/moto-api/", 60*time.Second); err == nil {
-			break
-		}
-		_ = p.kill()
-		if attempt == 2 {
-			return nil, err
-		}
+	mode := "threaded"
+	if opts.Serial {
+		mode = "serial"
+	}
+	p, port, err := startServer(ctx, py, func(port int) []string {
+		return []string{"-c", motoLauncher, "127.0.0.1", strconv.Itoa(port), mode}
+	}, "/moto-api/", 60*time.Second)
+	if err != nil {
+		return nil, err
 	}
 	endpoint := fmt.Sprintf("http://127.0.0.1:%d", port)
 	if err := createS3Bucket(ctx, endpoint); err != nil {

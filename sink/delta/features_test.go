@@ -409,19 +409,7 @@ func TestPartitionedTable(t *testing.T) {
 			if sn, err := tb.FindSnapshot(ctx, "dbo_Orders"); err != nil || sn.Rows != 120 {
 				t.Fatalf("FindSnapshot from the rows of a partitioned table: %+v, %v", sn, err)
 			}
-			if py := os.Getenv(testenv.PythonEnv); py != "" {
-				var rs struct {
-					NumRows int64 `json:"num_rows"`
-				}
-				runPython(t, py, &rs, "verify", dir)
-				var dk struct {
-					Count int64 `json:"count"`
-				}
-				runPython(t, py, &dk, "duckdb", dir)
-				if rs.NumRows != 127 || dk.Count != 127 {
-					t.Fatalf("delta-rs read %d rows, DuckDB %d; want 127", rs.NumRows, dk.Count)
-				}
-			}
+			readersCount(t, dir, 127)
 		})
 	}
 }
@@ -562,19 +550,7 @@ func TestCreateOptions(t *testing.T) {
 		t.Fatalf("read %d rows", tbl.NumRows())
 	}
 	tbl.Release()
-	if py := os.Getenv(testenv.PythonEnv); py != "" {
-		var rs struct {
-			NumRows int64 `json:"num_rows"`
-		}
-		runPython(t, py, &rs, "verify", dir)
-		var dk struct {
-			Count int64 `json:"count"`
-		}
-		runPython(t, py, &dk, "duckdb", dir)
-		if rs.NumRows != 106 || dk.Count != 106 {
-			t.Fatalf("delta-rs read %d rows, DuckDB %d; want 106", rs.NumRows, dk.Count)
-		}
-	}
+	readersCount(t, dir, 106)
 }
 
 // TestTypeWidening: after Spark widens columns (typeWidening: int to
@@ -651,5 +627,26 @@ func TestTypeWidening(t *testing.T) {
 			}
 		}
 		c.Release()
+	}
+}
+
+// readersCount checks that delta-rs and DuckDB read want rows from the
+// table in dir (when the interop Python is there).
+func readersCount(t *testing.T, dir string, want int64) {
+	t.Helper()
+	py := os.Getenv(testenv.PythonEnv)
+	if py == "" {
+		return
+	}
+	var rs struct {
+		NumRows int64 `json:"num_rows"`
+	}
+	runPython(t, py, &rs, "verify", dir)
+	var dk struct {
+		Count int64 `json:"count"`
+	}
+	runPython(t, py, &dk, "duckdb", dir)
+	if rs.NumRows != want || dk.Count != want {
+		t.Fatalf("delta-rs read %d rows, DuckDB %d; want %d", rs.NumRows, dk.Count, want)
 	}
 }
