@@ -190,9 +190,28 @@ func (t *Table) chunkedFromRows(ctx context.Context, s *state, ci, planID string
 	if err != nil {
 		return sink.Chunked{}, false, fmt.Errorf("delta: table %s: finding chunked snapshots of %q from their rows: %w", t.url, name, err)
 	}
+	// A head whose open may have landed: its plan file exists (written
+	// before the open commit) and no open txn of the instance has its LSN
+	// (a head beside a live open of the same LSN lost that race).
+	live := map[lsn.LSN]bool{}
+	for _, c := range chunkedOpens(s) {
+		if sink.SameInstance(c.CaptureInstance, name) {
+			live[c.LSN] = true
+		}
+	}
 	var best sink.Chunked
 	found := false
+	perLSN := map[lsn.LSN][]string{}
 	for _, h := range heads {
+		if live[h.LSN] {
+			continue
+		}
+		if ok, err := t.bucket.Exists(ctx, chunkedPlanKey(h.PlanID)); err != nil || !ok {
+			if err != nil {
+				return sink.Chunked{}, false, fmt.Errorf("delta: table %s: %w", t.url, err)
+			}
+			continue
+		}
 		h.Version = -1
 		c := chunkedProgress(s, h)
 		last, rows := facts.chunks[c.LSN]
@@ -202,9 +221,17 @@ func (t *Table) chunkedFromRows(ctx context.Context, s *state, ci, planID string
 		if rows {
 			c.Committed = max(c.Committed, int(last)+1)
 		}
+		perLSN[c.LSN] = append(perLSN[c.LSN], c.PlanID)
 		if !found || best.LSN.Less(c.LSN) {
 			best, found = c, true
 		}
+	}
+	// Rows carry the LSN, not the plan: two plans of one LSN (both plan
+	// files written, one open landed, every txn since expired) cannot be
+	// told apart, and resuming the wrong ranges would read rows twice.
+	if found && len(perLSN[best.LSN]) > 1 {
+		return sink.Chunked{}, false, fmt.Errorf("delta: table %s: chunked snapshots %s of %q share LSN %s and their txn records expired: which one the table holds cannot be told from its rows; drop the head (%s) of the one that never opened",
+			t.url, strings.Join(perLSN[best.LSN], ", "), name, best.LSN, chunkedHeadDir)
 	}
 	if found {
 		t.log.Info("chunked snapshot found from its head and the table's rows: its open txn is gone (a checkpoint drops txns older than delta.setTransactionRetentionDuration)",

@@ -226,6 +226,11 @@ func (t *Table) checkSchema(s *state, schema *arrow.Schema) error {
 	if err != nil || !changed {
 		return err
 	}
+	for _, f := range ns.Fields[len(s.schema.Fields):] {
+		if f.TypeName() == "timestamp_ntz" && !hasWriterFeature(s.protocol, "timestampNtz") {
+			return &SchemaError{Column: f.Name, Reason: "is a timestamp without a time zone (timestamp_ntz), which the table's protocol does not allow (no timestampNtz feature)"}
+		}
+	}
 	// New columns of a mapped table need physical names and ids that
 	// its data files carry before the commit that adds them: add them
 	// with the engine that mapped the table.
@@ -348,7 +353,7 @@ func partAdds(info sink.Info, parts []sink.Part) ([]AddFile, int64, map[int]bool
 			if err != nil {
 				return nil, 0, nil, &PartsError{Partition: p.Partition, Reason: err.Error()}
 			}
-			if a.Path == "" || strings.Contains(a.Path, "..") || strings.HasPrefix(a.Path, "/") || strings.Contains(a.Path, "://") || strings.HasPrefix(a.Path, "_") {
+			if !dataPath(a.key()) {
 				return nil, 0, nil, &PartsError{Partition: p.Partition, Reason: fmt.Sprintf("bad file path %q", a.Path)}
 			}
 			r += st.NumRecords
@@ -417,9 +422,10 @@ func (t *Table) AppendChanges(ctx context.Context, captureInstance string, batch
 		return acts, nil
 	})
 	if errors.Is(err, errNoop) {
-		for _, a := range adds {
-			_ = t.bucket.Delete(context.WithoutCancel(ctx), a.Path)
-		}
+		// The files stay (VACUUM removes them if unreferenced): the batch
+		// may be in the table because this very commit landed and its
+		// answer was lost (a store's retried conditional write answers
+		// 412), and then they are the batch's files.
 		return t.Version(ctx)
 	}
 	if err != nil {
@@ -732,4 +738,21 @@ func (t *Table) writeLogFile(ctx context.Context, key string, data []byte) error
 		return err
 	}
 	return nil
+}
+
+// dataPath reports whether key (an add's decoded path) names a data file
+// inside the table: relative, no "." or ".." segment, no scheme, and not
+// in the log or this package's records. A partition folder may start
+// with "_" (a column like _capture_instance) or hold "..".
+func dataPath(key string) bool {
+	if key == "" || strings.HasPrefix(key, "/") || strings.Contains(key, "://") ||
+		strings.HasPrefix(key, logDir) || strings.HasPrefix(key, "_cdcsnap/") {
+		return false
+	}
+	for _, seg := range strings.Split(key, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
 }

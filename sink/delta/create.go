@@ -42,12 +42,30 @@ var featureKinds = map[string]bool{
 	"inCommitTimestamp": false, "rowTracking": false, "domainMetadata": false, "changeDataFeed": false, "appendOnly": false,
 }
 
+// featureProperties are the table properties that turn a feature on,
+// which the protocol must then list (Spark refuses such a table).
+var featureProperties = map[string]string{
+	"delta.enableDeletionVectors": "deletionVectors", "delta.enableInCommitTimestamps": "inCommitTimestamp",
+	"delta.enableRowTracking": "rowTracking", "delta.columnMapping.mode": "columnMapping",
+	"delta.enableChangeDataFeed": "changeDataFeed", "delta.checkpointPolicy": "v2Checkpoint",
+	"delta.enableTypeWidening": "typeWidening",
+	// delta.appendOnly needs only writer version 2, which every table has.
+}
+
 // validate names what is wrong with o, before any I/O.
 func (o CreateOptions) validate() error {
 	var bad []string
 	for _, f := range o.Features {
 		if _, ok := featureKinds[f]; !ok {
 			bad = append(bad, fmt.Sprintf("feature %q (want one of %s)", f, strings.Join(slices.Sorted(maps.Keys(featureKinds)), ", ")))
+		}
+	}
+	for k, v := range o.Properties {
+		if f, ok := featureProperties[k]; ok && v != "" && v != "none" && v != "false" && v != "classic" || strings.HasPrefix(k, "delta.feature.") {
+			if !ok {
+				f = strings.TrimPrefix(k, "delta.feature.")
+			}
+			bad = append(bad, fmt.Sprintf("property %s turns on a table feature: ask for it in Features (%q), which also sets the protocol", k, f))
 		}
 	}
 	seen := map[string]bool{}
@@ -72,6 +90,11 @@ func (o CreateOptions) createActions(ds Schema, id string, now int64) ([]action,
 	has := func(f string) bool { return slices.Contains(features, f) }
 	if has("rowTracking") && !has("domainMetadata") {
 		features = append(features, "domainMetadata") // the high water mark lives in a domain
+	}
+	for _, f := range ds.Fields {
+		if f.TypeName() == "timestamp_ntz" && !has("timestampNtz") {
+			features = append(features, "timestampNtz") // the protocol's condition for the type
+		}
 	}
 	for _, f := range features {
 		switch f {

@@ -123,11 +123,11 @@ func (d *DeletionVector) load(ctx context.Context, t *Table) (*roaring64.Bitmap,
 	if err != nil {
 		return nil, err
 	}
-	off := int64(1) // after the file's version byte
+	var off int64 // absent: 0 (PROTOCOL.md, "Deletion Vector Descriptor Schema")
 	if d.Offset != nil {
 		off = *d.Offset
 	}
-	if off < 1 || d.SizeInBytes < 4 {
+	if off < 0 || d.SizeInBytes < 4 {
 		return nil, fmt.Errorf("deletion vector %s: offset %d, size %d", key, off, d.SizeInBytes)
 	}
 	r, err := t.bucket.NewRangeReader(ctx, key, off, 4+d.SizeInBytes+4, nil)

@@ -650,3 +650,53 @@ func readersCount(t *testing.T, dir string, want int64) {
 		t.Fatalf("delta-rs read %d rows, DuckDB %d; want %d", rs.NumRows, dk.Count, want)
 	}
 }
+
+// TestWriterChecks: data paths a commit accepts (partition folders may
+// start with "_" or hold ".."), NOT NULL columns enforced, feature
+// properties refused outside Features, and a naive timestamp column
+// creating a table brings the timestampNtz feature.
+func TestWriterChecks(t *testing.T) {
+	ctx := context.Background()
+	for key, ok := range map[string]bool{
+		"part-0.parquet": true, "_capture_instance=dbo_x/part-0.parquet": true, "region=a..b/part-0.parquet": true,
+		"../x.parquet": false, "a/../x.parquet": false, "/abs.parquet": false, "s3://b/x.parquet": false,
+		"_delta_log/00000000000000000000.json": false, "_cdcsnap/partial/p/plan.json": false, "a//b.parquet": false, "": false,
+	} {
+		if dataPath(key) != ok {
+			t.Errorf("dataPath(%q) = %v", key, !ok)
+		}
+	}
+	schema := bronze(t, capturedSchema())
+	dir := featureTable(t, Protocol{MinReaderVersion: 1, MinWriterVersion: 2}, nil, nil)
+	b, _ := os.ReadFile(filepath.Join(dir, "_delta_log", commitKey(0)[len(logDir):]))
+	b = []byte(strings.Replace(string(b), `{\"name\":\"qty\",\"type\":\"integer\",\"nullable\":true`, `{\"name\":\"qty\",\"type\":\"integer\",\"nullable\":false`, 1))
+	if err := os.WriteFile(filepath.Join(dir, "_delta_log", commitKey(0)[len(logDir):]), b, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	tb := openLocal(t, dir, Options{})
+	var se *SchemaError
+	if _, err := tb.AppendChanges(ctx, "dbo_Orders", 1, changeRows(t, schema, "dbo_Orders", 1, 0, 10)); !errors.As(err, &se) || se.Column != "qty" {
+		t.Fatalf("NULLs into a NOT NULL column: %v", err)
+	}
+	if v, _ := tb.Version(ctx); v != 0 {
+		t.Fatalf("version %d after a refused batch", v)
+	}
+	if _, err := Open(ctx, t.TempDir(), Options{Create: CreateOptions{Properties: map[string]string{"delta.enableDeletionVectors": "true", "delta.checkpointPolicy": "classic"}}}); err == nil ||
+		!strings.Contains(err.Error(), "delta.enableDeletionVectors") || strings.Contains(err.Error(), "checkpointPolicy") {
+		t.Fatalf("a feature property outside Features: %v", err)
+	}
+	naive := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}, {Name: "at", Type: &arrow.TimestampType{Unit: arrow.Microsecond}, Nullable: true}}, nil)
+	acts, err := CreateOptions{}.createActions(mustSchema(t, naive), "x", 0)
+	if err != nil || !slices.Contains(acts[0].Protocol.ReaderFeatures, "timestampNtz") || !slices.Contains(acts[0].Protocol.WriterFeatures, "timestampNtz") {
+		t.Fatalf("a naive timestamp column creates protocol %+v (%v)", acts[0].Protocol, err)
+	}
+}
+
+func mustSchema(t *testing.T, as *arrow.Schema) Schema {
+	t.Helper()
+	s, err := schemaFromArrow(as)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

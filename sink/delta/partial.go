@@ -145,6 +145,11 @@ func (t *Table) RecordPart(ctx context.Context, info sink.Info, part sink.Part) 
 			return part, nil
 		}
 		if !errors.Is(err, errConflict) {
+			// Another process may have dropped the plan's folder (it
+			// committed) between the check above and this write.
+			if _, herr := t.readPartialHead(ctx, info.PlanID); errors.Is(herr, sink.ErrNotFound) {
+				return sink.Part{}, herr
+			}
 			return sink.Part{}, fmt.Errorf("delta: table %s: recording partition %d (%s): %w", t.url, part.Partition, key, err)
 		}
 		old, intact, err := t.partRecord(ctx, key, info.PlanID, part.Partition)

@@ -434,6 +434,9 @@ func (t *Table) writeRecords(ctx context.Context, schema *arrow.Schema, partitio
 		if !rec.Schema().Equal(schema) {
 			return fail(schemaMismatch(schema, rec.Schema()))
 		}
+		if err := checkNotNull(st, rec); err != nil {
+			return fail(err)
+		}
 		rows += rec.NumRows()
 		if fileSchema != schema {
 			rec, err := relabel(ctx, rec, fileSchema, ntz)
@@ -661,4 +664,20 @@ func (t *Table) effective(ctx context.Context, schema *arrow.Schema) (*state, er
 		return nil, err
 	}
 	return t.opts.Create.created(ds)
+}
+
+// checkNotNull refuses a record with a NULL in a column the table
+// declares NOT NULL: writers enforce non-nullable columns, as Spark does.
+func checkNotNull(st *state, rec arrow.RecordBatch) error {
+	for _, f := range st.schema.Fields {
+		if f.Nullable {
+			continue
+		}
+		for _, i := range rec.Schema().FieldIndices(f.Name) {
+			if n := rec.Column(i).NullN(); n > 0 {
+				return &SchemaError{Column: f.Name, Reason: fmt.Sprintf("the table declares it NOT NULL and %d rows hold NULL (nothing was written)", n)}
+			}
+		}
+	}
+	return nil
 }
