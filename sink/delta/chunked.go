@@ -506,6 +506,9 @@ func (t *Table) CommitChunks(ctx context.Context, info sink.Info, wave sink.Wave
 		if err != nil {
 			return nil, err
 		}
+		if err := t.checkLayout(s, info.Schema, adds); err != nil {
+			return nil, err
+		}
 		acts := []action{{CommitInfo: commitInfo("WRITE", chunkedMeta(c, "wave", first, end, &wave), map[string]any{"mode": "Append"})}}
 		acts = append(acts, head...)
 		acts = append(acts, action{Txn: &Txn{AppID: chunksAppID(info.PlanID, end), Version: v, LastUpdated: time.Now().UnixMilli()}})

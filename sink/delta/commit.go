@@ -295,6 +295,9 @@ func (t *Table) CommitSnapshot(ctx context.Context, info sink.Info, parts []sink
 		if err != nil {
 			return nil, err
 		}
+		if err := t.checkLayout(s, info.Schema, adds); err != nil {
+			return nil, err
+		}
 		acts := []action{{CommitInfo: commitInfo("WRITE", string(um), map[string]any{"mode": "Append"})}}
 		acts = append(acts, head...)
 		acts = append(acts, action{Txn: &Txn{AppID: snapshotAppID(info, rows), Version: v, LastUpdated: time.Now().UnixMilli()}})
@@ -411,6 +414,9 @@ func (t *Table) AppendChanges(ctx context.Context, captureInstance string, batch
 		}
 		head, err := t.schemaActions(s, schema)
 		if err != nil {
+			return nil, err
+		}
+		if err := t.checkLayout(s, schema, adds); err != nil {
 			return nil, err
 		}
 		acts := []action{{CommitInfo: commitInfo("WRITE", string(um), map[string]any{"mode": "Append"})}}

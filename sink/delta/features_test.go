@@ -700,3 +700,61 @@ func mustSchema(t *testing.T, as *arrow.Schema) Schema {
 	}
 	return s
 }
+
+// TestCommitRefusesAnotherLayout: two writers write parts for a table
+// that does not exist yet, one plain, one partitioned and column-mapped;
+// the second's commit lands first, and the first's parts, laid out for
+// another table, are refused instead of committed as rows nobody can read.
+// Every file of the partitioned table names its partition column, NULL
+// as "".
+func TestCommitRefusesAnotherLayout(t *testing.T) {
+	ctx := context.Background()
+	schema := bronze(t, capturedSchema())
+	dir := t.TempDir()
+	a := openLocal(t, dir, Options{})
+	b := openLocal(t, dir, Options{Create: CreateOptions{PartitionBy: []string{"flag"}, Features: []string{"columnMapping"}}})
+	info := snapshotInfo(t, schema, "dbo_Orders", "0x0000002A000000100001")
+	rec := buildRecord(t, schema, 0, 20, rowSpec{ci: "dbo_Orders", startLSN: info.LSN.String(), commitTS: info.CommitTS, snapshot: info.LSN.String()})
+	rec.Retain()
+	partA, err := a.WritePartition(ctx, info, 0, reader(t, schema, rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	partB, err := b.WritePartition(ctx, info, 0, reader(t, schema, rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.CommitSnapshot(ctx, info, []sink.Part{partB}); err != nil {
+		t.Fatal(err)
+	}
+	other := info
+	other.CaptureInstance, other.PlanID = "dbo_Other", "plan-other"
+	partA.PlanID = other.PlanID
+	if _, err := a.CommitSnapshot(ctx, other, []sink.Part{partA}); err == nil || !strings.Contains(err.Error(), "another layout") {
+		t.Fatalf("a plain part committed into a partitioned, mapped table: %v", err)
+	}
+	files, _ := b.Files(ctx)
+	nulls := 0
+	for _, f := range files {
+		cm, _ := mustState(t, b).mapping()
+		v, ok := f.PartitionValues[cm.fileName("flag")]
+		if !ok {
+			t.Fatalf("file %s lacks its partition value: %v", f.Path, f.PartitionValues)
+		}
+		if v == "" {
+			nulls++
+		}
+	}
+	if nulls == 0 || len(files) != 3 {
+		t.Fatalf("%d files, %d with a NULL partition: want true, false and NULL", len(files), nulls)
+	}
+}
+
+func mustState(t *testing.T, tb *Table) *state {
+	t.Helper()
+	s, err := tb.current(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

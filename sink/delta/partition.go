@@ -230,9 +230,12 @@ func splitByPartition(ctx context.Context, rec arrow.RecordBatch, cols []partiti
 		key.Reset()
 		vals := StringMap{}
 		for i, c := range cols {
+			// NULL is "" (PROTOCOL.md: "An empty string for any type
+			// translates to a null partition value"): every file names every
+			// partition column, as the protocol's consistency rule asks.
 			v, ok := c.value(rec.Column(idx[i]), r)
+			vals[c.key] = v
 			if ok {
-				vals[c.key] = v
 				key.WriteString(strconv.Quote(v))
 			}
 			key.WriteByte(0)

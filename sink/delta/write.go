@@ -3,6 +3,7 @@ package delta
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -420,6 +421,7 @@ func (t *Table) writeRecords(ctx context.Context, schema *arrow.Schema, partitio
 	if err != nil {
 		return nil, 0, err
 	}
+	sets.layout = layoutOf(sets.schema, sets.cols, fileSchema != schema)
 	defer sets.release()
 	var rows int64
 	fail := func(err error) ([]AddFile, int64, error) {
@@ -475,6 +477,7 @@ type fileSets struct {
 	cols      []partitionColumn
 	byDir     map[string]*fileSet
 	order     []*fileSet
+	layout    string // layoutOf the files, tagged on every add
 }
 
 func (t *Table) newFileSets(st *state, schema *arrow.Schema, partition int, constant bool) (*fileSets, error) {
@@ -558,7 +561,12 @@ func (fs *fileSets) abort(ctx context.Context) {
 func (fs *fileSets) done() []AddFile {
 	var out []AddFile
 	for _, s := range fs.order {
-		out = append(out, s.done...)
+		for _, a := range s.done {
+			if fs.layout != "" {
+				a.Tags = StringMap{layoutTag: fs.layout}
+			}
+			out = append(out, a)
+		}
 	}
 	return out
 }
@@ -677,6 +685,73 @@ func checkNotNull(st *state, rec arrow.RecordBatch) error {
 			if n := rec.Column(i).NullN(); n > 0 {
 				return &SchemaError{Column: f.Name, Reason: fmt.Sprintf("the table declares it NOT NULL and %d rows hold NULL (nothing was written)", n)}
 			}
+		}
+	}
+	return nil
+}
+
+// layoutTag is the add tag recording how a data file lays out the table:
+// its Parquet columns (names, types, field ids) and partition columns.
+// A commit refuses files laid out for another table than the one it
+// lands on (a table created, or re-created, by another writer between
+// the write and the commit), whose columns readers would not find.
+const layoutTag = "cdcsnap.layout"
+
+// layoutOf fingerprints a data file layout: its columns (names, types,
+// field ids) and the table's partition columns. It is "" for the plain
+// layout (the records' own columns, unpartitioned), which files written
+// before the tag existed carry implicitly.
+func layoutOf(dataSchema *arrow.Schema, cols []partitionColumn, relabelled bool) string {
+	if !relabelled && len(cols) == 0 {
+		return ""
+	}
+	h := sha256.New()
+	for _, f := range dataSchema.Fields() {
+		id, _ := f.Metadata.GetValue(parquetFieldID)
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00", f.Name, f.Type, id)
+	}
+	for _, c := range cols {
+		fmt.Fprintf(h, "p\x00%s\x00", c.key)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// checkLayout refuses adds whose layout is not the one the table of s
+// gives records in schema (see layoutTag).
+func (t *Table) checkLayout(s *state, schema *arrow.Schema, adds []AddFile) error {
+	st := s
+	if s.version < 0 {
+		ds, err := schemaFromArrow(schema)
+		if err != nil {
+			return err
+		}
+		if st, err = t.opts.Create.created(ds); err != nil {
+			return err
+		}
+	}
+	fileSchema, _, err := fileSchemaOf(st, schema)
+	if err != nil {
+		return err
+	}
+	cols, err := st.partitionColumns()
+	if err != nil {
+		return err
+	}
+	var keep []arrow.Field
+	for _, f := range fileSchema.Fields() {
+		part := false
+		for _, c := range cols {
+			part = part || f.Name == c.key
+		}
+		if !part {
+			keep = append(keep, f)
+		}
+	}
+	md := fileSchema.Metadata()
+	want := layoutOf(arrow.NewSchema(keep, &md), cols, fileSchema != schema)
+	for _, a := range adds {
+		if got := a.Tags[layoutTag]; got != want {
+			return fmt.Errorf("delta: table %s: data file %s was written for another layout of the table (partition columns, column mapping or column types) than the one it has now: another writer created or changed the table meanwhile; write the data again", t.url, a.Path)
 		}
 	}
 	return nil
