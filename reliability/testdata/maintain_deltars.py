@@ -133,3 +133,9 @@ for t in job["tables"]:
 for t in job["tables"]:
     out[t["path"]]["seconds_total"] = round(time.time() - t0, 1)
 print(json.dumps(out))
+
+# deltalake 1.6.6 with pyarrow can abort during interpreter shutdown
+# ("terminate called without an active exception"; see
+# sink/delta/interop/interop.py): the answer is out, leave without teardown.
+sys.stdout.flush()
+os._exit(0)
