@@ -27,6 +27,8 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/cdcsnap/cdcsnap/internal/mssqlconn"
+	"github.com/cdcsnap/cdcsnap/internal/sourceparquet"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
@@ -102,7 +104,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		earlier bool // the demo's table holds a snapshot of an earlier run
 	)
 	if cfg.dsn != "" {
-		s, closeDB, err := openSQLServer(ctx, cfg.dsn, cfg.serverTZ, logger)
+		s, closeDB, err := mssqlconn.Open(ctx, cfg.dsn, cfg.serverTZ, logger)
 		if err != nil {
 			return err
 		}
@@ -225,7 +227,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "check:    latest image of %s equals the source table (%d keys)\n", cfg.target, keys)
 	if cfg.sourceOut != "" {
-		if err := demo.exportSource(ctx, cfg.sourceOut); err != nil {
+		if err := sourceparquet.Write(ctx, demo.db, demoInstance, cfg.sourceOut); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "source:   %s\n", cfg.sourceOut)

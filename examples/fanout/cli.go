@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,8 +11,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
+	"github.com/cdcsnap/cdcsnap/internal/sourceparquet"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
 	"github.com/cdcsnap/cdcsnap/snapshot"
@@ -19,9 +22,16 @@ import (
 
 const usage = `usage:
   fanout [flags]                      coordinator: plan, one worker process per partition, commit
-  fanout plan [flags] > plan.json     step 1: print the plan (nothing if the table holds a snapshot)
-  fanout worker [flags] > part.json   step 2: one partition; the Task JSON on stdin, or -plan and -partition
-  fanout commit [flags] part.json...  step 3: commit the workers' parts (-plan plan.json)
+  fanout plan [flags] > plan.json     step 1: print the plan (nothing if the table holds a snapshot);
+                                      -tasks FILE also writes one task per line for the partitions left
+  fanout worker [flags] > parts.json  step 2: Task JSON lines on stdin, one Part JSON line out for each
+                                      (Spark's RDD.pipe); or one partition with -plan and -partition
+  fanout commit [flags] parts.json... step 3: commit the workers' parts (-plan plan.json; - is stdin)
+  fanout export -o source.parquet     the demo table's rows as Parquet (for checks in other engines)
+
+The source is the demo database, or the SQL Server whose connection string
+is in $CDCSNAP_SOURCE_DSN (or in the file $CDCSNAP_SOURCE_DSN_FILE names) in
+every process's environment: never on a command line.
 `
 
 // cli runs the command line: the coordinator with no subcommand, or one
@@ -42,14 +52,22 @@ func cli(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.Uint64Var(&cfg.source.Seed, "seed", 42, "seed of the demo database every process builds")
 	fs.IntVar(&cfg.source.Rows, "rows", 100_000, "rows in the demo table")
 	fs.BoolVar(&cfg.verbose, "v", false, "log decisions to stderr")
+	fs.StringVar(&cfg.source.ServerTimeZone, "server-time-zone", "", "with a SQL Server source: the server machine's IANA time zone; empty: its current UTC offset")
 	var (
-		planFile  string
-		partition int
+		planFile     string
+		partition    int
+		tasksFile    string
+		withRecorded bool
+		exportFile   string
 	)
 	switch cmd {
 	case "", "plan":
+		fs.StringVar(&cfg.instance, "capture-instance", demoInstance, "capture instance to snapshot")
 		fs.IntVar(&cfg.partitions, "partitions", 4, "partitions to plan: one worker each")
 		fs.BoolVar(&cfg.resnapshot, "resnapshot", false, "take a new snapshot even if the table holds one")
+		if cmd == "plan" {
+			fs.StringVar(&tasksFile, "tasks", "", "also write one worker task per line to this file, for the partitions left to read (Spark's RDD.pipe input)")
+		}
 		if cmd == "" {
 			fs.IntVar(&cfg.parallel, "parallel", 0, "workers running at once; 0 means all")
 			fs.IntVar(&cfg.retries, "retries", 2, "times a failed partition is retried")
@@ -59,14 +77,28 @@ func cli(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "worker", "commit":
 		fs.StringVar(&planFile, "plan", "", "the plan's JSON file (fanout plan's output)")
 		if cmd == "worker" {
-			fs.IntVar(&partition, "partition", -1, "the partition to write, for example $JOB_COMPLETION_INDEX (with -plan)")
+			fs.IntVar(&partition, "partition", -1, "the partition to write (with -plan); unset: $"+completionIndexEnv+", as a Kubernetes Indexed Job sets it")
+		} else {
+			fs.BoolVar(&withRecorded, "with-recorded", false, "also commit the parts recorded with the table for partitions the files lack (a resumed plan)")
 		}
+	case "export":
+		fs.StringVar(&exportFile, "o", "", "the Parquet file to write")
 	default:
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	dsn, err := dsnFromEnv()
+	if err != nil {
+		return err
+	}
+	cfg.source.SQLServer = dsn != ""
+	if cfg.source.SQLServer && cfg.verify {
+		// A second whole read of a production table is not a check to
+		// run by default; the demo's is cheap.
+		cfg.verify = false
 	}
 	logger := slog.New(slog.DiscardHandler)
 	if cfg.verbose {
@@ -76,35 +108,44 @@ func cli(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "":
 		return run(ctx, cfg, stdout, stderr)
 	case "plan":
-		return planCmd(ctx, cfg, stdout, stderr, logger)
+		return planCmd(ctx, cfg, tasksFile, stdout, stderr, logger)
+	case "export":
+		return exportCmd(ctx, cfg, exportFile, logger)
 	case "worker":
 		if planFile == "" {
-			return worker(ctx, stdin, stdout)
+			return worker(ctx, stdin, stdout, stderr)
 		}
 		plan, err := readPlan(planFile)
 		if err != nil {
 			return err
 		}
+		if partition < 0 {
+			if partition, err = completionIndex(); err != nil {
+				return err
+			}
+		}
 		task, err := json.Marshal(Task{Plan: plan, Partition: partition, Target: cfg.target, Source: cfg.source})
 		if err != nil {
 			return fmt.Errorf("worker: %w", err)
 		}
-		return worker(ctx, strings.NewReader(string(task)), stdout)
+		return worker(ctx, strings.NewReader(string(task)), stdout, stderr)
 	default:
 		if planFile == "" {
 			return errors.New("commit: -plan is required")
 		}
-		return commitCmd(ctx, cfg, planFile, fs.Args(), stdout, logger)
+		return commitCmd(ctx, cfg, planFile, fs.Args(), withRecorded, stdin, stdout, logger)
 	}
 }
 
 // planCmd prints the plan's JSON, or nothing (and a note on stderr) when
-// the table already holds a snapshot.
-func planCmd(ctx context.Context, cfg config, stdout, stderr io.Writer, logger *slog.Logger) error {
-	db, err := newDemo(cfg.source)
+// the table already holds a snapshot; with tasksFile, it also writes there
+// one Task per line for each partition left to read (none recorded yet).
+func planCmd(ctx context.Context, cfg config, tasksFile string, stdout, stderr io.Writer, logger *slog.Logger) error {
+	db, _, closeSrc, err := openSource(ctx, cfg.source, logger)
 	if err != nil {
 		return err
 	}
+	defer closeSrc()
 	table, err := delta.Open(ctx, cfg.target, delta.Options{Logger: logger})
 	if err != nil {
 		return err
@@ -115,11 +156,19 @@ func planCmd(ctx context.Context, cfg config, stdout, stderr io.Writer, logger *
 		return err
 	}
 	if existing := prep.Existing; existing != nil {
-		fmt.Fprintf(stderr, "fanout plan: %s already holds a snapshot of %s at LSN %s (version %d); nothing to plan\n", cfg.target, demoInstance, existing.LSN, existing.Version)
+		fmt.Fprintf(stderr, "fanout plan: %s already holds a snapshot of %s at LSN %s (version %d); nothing to plan\n", cfg.target, cfg.instance, existing.LSN, existing.Version)
+		if tasksFile != "" {
+			return os.WriteFile(tasksFile, nil, 0o644)
+		}
 		return nil
 	}
 	if prep.Resumed {
 		fmt.Fprintf(stderr, "fanout plan: resuming plan %s: partitions %v are recorded; run workers for %v\n", prep.Plan.ID, donePartitions(prep.Done), prep.Todo)
+	}
+	if tasksFile != "" {
+		if err := writeTasks(tasksFile, cfg, prep.Plan, prep.Todo); err != nil {
+			return err
+		}
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
@@ -127,6 +176,56 @@ func planCmd(ctx context.Context, cfg config, stdout, stderr io.Writer, logger *
 		return fmt.Errorf("plan: writing JSON: %w", err)
 	}
 	return nil
+}
+
+// writeTasks writes one Task per line to file, for the partitions of todo.
+func writeTasks(file string, cfg config, plan *snapshot.Plan, todo []int) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b) // one line per value: no indent
+	for _, i := range todo {
+		if err := enc.Encode(Task{Plan: plan, Partition: i, Target: cfg.target, Source: cfg.source}); err != nil {
+			return fmt.Errorf("plan: task %d to JSON: %w", i, err)
+		}
+	}
+	if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("plan: writing the tasks: %w", err)
+	}
+	return nil
+}
+
+// exportCmd writes the demo table's rows to a Parquet file.
+func exportCmd(ctx context.Context, cfg config, file string, logger *slog.Logger) error {
+	if file == "" {
+		return errors.New("export: -o is required")
+	}
+	if cfg.source.SQLServer {
+		return fmt.Errorf("export: %w", errNotDemo)
+	}
+	db, _, closeSrc, err := openSource(ctx, cfg.source, logger)
+	if err != nil {
+		return err
+	}
+	defer closeSrc()
+	return sourceparquet.Write(ctx, db, demoInstance, file)
+}
+
+// completionIndexEnv is the variable the Kubernetes Job controller sets in
+// each pod of an Indexed Job to the pod's completion index (Kubernetes
+// docs, "Indexed Job"; the controllers/job-backoff-limit-per-index
+// examples read it from the environment).
+const completionIndexEnv = "JOB_COMPLETION_INDEX"
+
+// completionIndex returns the partition $JOB_COMPLETION_INDEX names.
+func completionIndex() (int, error) {
+	v, ok := os.LookupEnv(completionIndexEnv)
+	if !ok {
+		return 0, fmt.Errorf("worker: -plan needs -partition, or $%s", completionIndexEnv)
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("worker: $%s is %q, not a partition index", completionIndexEnv, v)
+	}
+	return n, nil
 }
 
 func donePartitions(parts []sink.Part) []int {
@@ -137,25 +236,37 @@ func donePartitions(parts []sink.Part) []int {
 	return out
 }
 
-// commitCmd commits the parts in files (each one Part's JSON, as a worker
-// prints it) for the plan in planFile; with no files, the parts the
-// workers recorded with the table (snapshot.Prepare's Done, all of them).
-func commitCmd(ctx context.Context, cfg config, planFile string, files []string, stdout io.Writer, logger *slog.Logger) error {
+// commitCmd commits the parts in files (Part JSON values, one per line as
+// workers print them; "-" is stdin) for the plan in planFile; with no
+// files, the parts the workers recorded with the table (all of them); with
+// withRecorded, the files' parts and the recorded parts of the partitions
+// the files lack (a plan resumed after some workers had finished).
+func commitCmd(ctx context.Context, cfg config, planFile string, files []string, withRecorded bool, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error {
 	plan, err := readPlan(planFile)
 	if err != nil {
 		return err
 	}
-	if len(files) == 0 {
-		return commitRecorded(ctx, cfg, plan, stdout, logger)
-	}
-	parts := make([]sink.Part, len(files))
-	for i, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return fmt.Errorf("commit: %w", err)
+	var parts []sink.Part
+	for _, f := range files {
+		var r io.Reader = stdin
+		if f != "-" {
+			file, err := os.Open(f)
+			if err != nil {
+				return fmt.Errorf("commit: %w", err)
+			}
+			defer file.Close()
+			r = file
 		}
-		if err := json.Unmarshal(b, &parts[i]); err != nil {
-			return fmt.Errorf("commit: part file %s: %w", f, err)
+		dec := json.NewDecoder(r)
+		dec.DisallowUnknownFields()
+		for {
+			var p sink.Part
+			if err := dec.Decode(&p); err == io.EOF {
+				break
+			} else if err != nil {
+				return fmt.Errorf("commit: part file %s: %w", f, err)
+			}
+			parts = append(parts, p)
 		}
 	}
 	table, err := delta.Open(ctx, cfg.target, delta.Options{Logger: logger})
@@ -163,31 +274,50 @@ func commitCmd(ctx context.Context, cfg config, planFile string, files []string,
 		return err
 	}
 	defer table.Close()
+	if len(files) == 0 || withRecorded {
+		recorded, err := recordedParts(ctx, table, plan)
+		if errors.Is(err, sink.ErrNotFound) && len(files) == 0 {
+			// A rerun of a commit that landed: the records are gone
+			// with the commit, and the snapshot says so.
+			if snap, ferr := table.FindSnapshot(ctx, plan.CaptureInstance); ferr == nil {
+				fmt.Fprintf(stdout, "exists: %s holds a snapshot of %s at LSN %s (version %d); committed nothing\n", cfg.target, plan.CaptureInstance, snap.LSN, snap.Version)
+				return nil
+			}
+		}
+		if err != nil && (len(files) == 0 || !errors.Is(err, sink.ErrNotFound)) {
+			return err
+		}
+		given := map[int]bool{}
+		for _, p := range parts {
+			given[p.Partition] = true
+		}
+		for _, p := range recorded {
+			if !given[p.Partition] {
+				parts = append(parts, p)
+			}
+		}
+	}
 	return commitParts(ctx, cfg, table, plan, parts, stdout, logger)
 }
 
-// commitRecorded commits the parts recorded with the table for plan.
-func commitRecorded(ctx context.Context, cfg config, plan *snapshot.Plan, stdout io.Writer, logger *slog.Logger) error {
-	table, err := delta.Open(ctx, cfg.target, delta.Options{Logger: logger})
-	if err != nil {
-		return err
-	}
-	defer table.Close()
+// recordedParts returns the parts recorded with the table for plan.
+func recordedParts(ctx context.Context, table *delta.Table, plan *snapshot.Plan) ([]sink.Part, error) {
 	p, err := table.FindPartial(ctx, plan.CaptureInstance)
 	if err != nil {
-		return fmt.Errorf("commit: no part files given, and the table records no partial snapshot: %w", err)
+		return nil, fmt.Errorf("commit: the table records no partial snapshot: %w", err)
 	}
 	if p.PlanID != plan.ID {
-		return fmt.Errorf("commit: the table's partial snapshot is plan %s, not %s", p.PlanID, plan.ID)
+		return nil, fmt.Errorf("commit: the table's partial snapshot is plan %s, not %s", p.PlanID, plan.ID)
 	}
-	return commitParts(ctx, cfg, table, plan, p.Parts, stdout, logger)
+	return p.Parts, nil
 }
 
 func commitParts(ctx context.Context, cfg config, table *delta.Table, plan *snapshot.Plan, parts []sink.Part, stdout io.Writer, logger *slog.Logger) error {
-	db, err := newDemo(cfg.source)
+	db, _, closeSrc, err := openSource(ctx, cfg.source, logger)
 	if err != nil {
 		return err
 	}
+	defer closeSrc()
 	res, err := snapshot.CommitUsable(ctx, db, table, plan, parts, logger)
 	if err != nil {
 		return err

@@ -9,15 +9,22 @@ import (
 	"github.com/cdcsnap/cdcsnap/keyrange"
 )
 
-// SourceSpec says which demo database to build. Every process that builds
-// one from the same spec gets the same rows, LSNs and commit times: the
-// embedded fake's stand-in for "every worker connects to the same SQL
-// Server".
+// SourceSpec says which source every step reads: a SQL Server, or the demo
+// database. Every process that builds the demo from the same spec gets the
+// same rows, LSNs and commit times: the embedded fake's stand-in for "every
+// worker connects to the same SQL Server".
 type SourceSpec struct {
+	// SQLServer says the source is the SQL Server whose DSN each process
+	// finds in its environment (CDCSNAP_SOURCE_DSN, or a file named by
+	// CDCSNAP_SOURCE_DSN_FILE); the DSN never travels in a task.
+	SQLServer bool `json:"sqlserver,omitempty"`
+	// ServerTimeZone is the SQL Server machine's IANA time zone; empty
+	// lets the source read the server's current UTC offset.
+	ServerTimeZone string `json:"server_time_zone,omitempty"`
 	// Seed drives every random choice of the demo's rows.
-	Seed uint64 `json:"seed"`
+	Seed uint64 `json:"seed,omitempty"`
 	// Rows is the number of rows in the demo table.
-	Rows int `json:"rows"`
+	Rows int `json:"rows,omitempty"`
 }
 
 const (

@@ -26,17 +26,25 @@
 // and names the partitions left, and the coordinator starts workers only
 // for those.
 //
-// A worker also takes its whole Task as JSON on stdin (fanout worker <
-// task.json), which is how the coordinator starts its subprocesses.
+// A worker also reads Tasks as JSON lines on stdin and prints one Part line
+// per task (fanout worker < tasks.jsonl), which is how the coordinator
+// starts its subprocesses and how Spark's RDD.pipe runs them:
+// examples/spark plans on the driver ("fanout plan -tasks tasks.jsonl"),
+// pipes one task line per RDD partition through "fanout worker" on the
+// executors, collects the Part lines and runs "fanout commit
+// -with-recorded parts.jsonl".
 //
 // # The source every worker reads
 //
 // Each process builds the same demo database from -seed and -rows: the
 // embedded fake CDC database is in-memory, so a deterministic build is its
-// stand-in for "every worker connects to the same SQL Server". A real
-// deployment gives each worker a connection to the production database
-// (source/sqlserver) instead; the plan's LSN and ranges are the only state
-// the workers share, and the plan carries them.
+// stand-in for "every worker connects to the same SQL Server". With
+// CDCSNAP_SOURCE_DSN (or CDCSNAP_SOURCE_DSN_FILE, a file that holds the
+// DSN) in every process's environment, every step reads that SQL Server
+// instead (source/sqlserver; -capture-instance, -server-time-zone). The
+// DSN is never a flag, never in a task, and errors name the server with
+// its password redacted. The plan's LSN and ranges are the only state the
+// workers share, and the plan carries them.
 //
 // # The shared bucket
 //
@@ -54,29 +62,31 @@
 // The three steps have serializable hand-offs, so any scheduler can run
 // the workers:
 //
-//  1. The coordinator (a Job, a CronJob, a Temporal workflow) runs
-//     "fanout plan": snapshot.Prepare, which finds the snapshot (a rerun
-//     stops here) or the partial one an earlier coordinator left, or
-//     plans and records a new one. It stores the plan JSON where workers can read
-//     it: a ConfigMap mounted as plan.json, or s3://bucket/fanout/<plan
-//     id>/plan.json.
+//  1. The coordinator (a Job, a CronJob, a Temporal workflow, a Spark
+//     driver) runs "fanout plan": snapshot.Prepare, which finds the
+//     snapshot (a rerun stops here) or the partial one an earlier
+//     coordinator left, or plans and records a new one. It stores the
+//     plan JSON where workers can read it: a ConfigMap mounted as
+//     plan.json, or s3://bucket/fanout/<plan id>/plan.json.
 //  2. One task per partition. On Kubernetes, an Indexed Job with
-//     completions = parallelism = len(plan.Ranges) (its spec fragment:
-//     completionMode: Indexed, backoffLimitPerIndex: 3, and a container
-//     running "fanout worker -target s3://bucket/bronze/orders -plan
-//     /plan/plan.json -partition $(JOB_COMPLETION_INDEX)"). Each pod
-//     writes its data files into the table's folder and its Part JSON to
-//     s3://bucket/fanout/<plan id>/part-<index>.json (or returns it as an
-//     activity result in Temporal, or a message on a worker pool's result
-//     queue). A retried index just writes new files; the failed attempt's
-//     files are never referenced.
+//     completions = len(plan.Ranges), whose pods run "fanout worker
+//     -target s3://bucket/bronze/orders -plan /plan/plan.json": without
+//     -partition, a worker takes $JOB_COMPLETION_INDEX, which the Job
+//     controller sets in each pod. k8s/snapshot-jobs.yaml is that layout
+//     (workers, then a suspended commit Job; the DSN from a Secret
+//     file), and a test decodes it strictly into the Kubernetes API
+//     types and runs its commands. Each worker records its Part with
+//     the table as it finishes (and prints it, for an orchestrator that
+//     collects results: a Temporal activity, Spark). A retried index just
+//     writes new files; the failed attempt's files are never referenced.
 //  3. When every index has succeeded, the coordinator runs "fanout commit
-//     -plan plan.json part-*.json" (or no files: the recorded parts):
-//     one snapshot.CommitUsable (Plan.CheckUsable, then Commit). It refuses parts
-//     of another plan and names a missing or duplicate partition; a second
-//     commit of the same plan (a retried coordinator) returns the
-//     committed snapshot and commits nothing; if the coordinator dies
-//     after committing, "fanout plan" finds the snapshot and plans nothing.
+//     -plan plan.json" (the recorded parts), or with part files (JSON
+//     lines; - is stdin): one snapshot.CommitUsable (Plan.CheckUsable,
+//     then Commit). It refuses parts of another plan and names a missing
+//     or duplicate partition; a second commit of the same plan (a retried
+//     coordinator) returns the committed snapshot and commits nothing; if
+//     the coordinator dies after committing, "fanout plan" finds the
+//     snapshot and plans nothing.
 //
 // Workers need the same source credentials and the bucket's; the
 // coordinator needs both too. Nothing else is shared: no lock, no
@@ -108,6 +118,7 @@ import (
 // config is the coordinator's configuration.
 type config struct {
 	target      string
+	instance    string
 	source      SourceSpec
 	partitions  int
 	parallel    int
@@ -142,11 +153,16 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if cfg.verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	db, err := newDemo(cfg.source)
+	db, _, closeSrc, err := openSource(ctx, cfg.source, logger)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "source:  demo fake CDC database %s.%s, %d rows (seed %d), built by every process\n", demoSchema, demoTable, cfg.source.Rows, cfg.source.Seed)
+	defer closeSrc()
+	if cfg.source.SQLServer {
+		fmt.Fprintf(stdout, "source:  SQL Server ($%s or $%s), capture instance %s\n", envDSN, envDSNFile, cfg.instance)
+	} else {
+		fmt.Fprintf(stdout, "source:  demo fake CDC database %s.%s, %d rows (seed %d), built by every process\n", demoSchema, demoTable, cfg.source.Rows, cfg.source.Seed)
+	}
 	table, err := delta.Open(ctx, cfg.target, delta.Options{Logger: logger})
 	if err != nil {
 		return err
@@ -158,7 +174,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		return err
 	}
 	if existing := prep.Existing; existing != nil {
-		fmt.Fprintf(stdout, "exists:  %s already holds a snapshot of %s at LSN %s (version %d); nothing to do\n", cfg.target, demoInstance, existing.LSN, existing.Version)
+		fmt.Fprintf(stdout, "exists:  %s already holds a snapshot of %s at LSN %s (version %d); nothing to do\n", cfg.target, cfg.instance, existing.LSN, existing.Version)
 		return nil
 	}
 	plan := prep.Plan
@@ -190,7 +206,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		return err
 	}
 	if res.Existing {
-		fmt.Fprintf(stdout, "exists:  another snapshot of %s landed first (LSN %s, version %d); these parts stay invisible\n", demoInstance, res.LSN, res.Version)
+		fmt.Fprintf(stdout, "exists:  another snapshot of %s landed first (LSN %s, version %d); these parts stay invisible\n", cfg.instance, res.LSN, res.Version)
 		return nil
 	}
 	files, err := table.Files(ctx)
@@ -206,7 +222,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if !cfg.verify {
 		return nil
 	}
-	keys, diff, err := compareWithTake(ctx, db, table)
+	keys, diff, err := compareWithTake(ctx, db, table, cfg.instance)
 	if err != nil {
 		return err
 	}
@@ -222,7 +238,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 // left (its workers' recorded parts are not read again), or records a new
 // plan with the table (snapshot.Prepare).
 func prepare(ctx context.Context, db source.Source, table sink.Sink, cfg config, logger *slog.Logger) (*snapshot.Prepared, error) {
-	return snapshot.Prepare(ctx, db, table, snapshot.Options{CaptureInstance: demoInstance, Partitions: cfg.partitions, Resnapshot: cfg.resnapshot, Logger: logger})
+	return snapshot.Prepare(ctx, db, table, snapshot.Options{CaptureInstance: cfg.instance, Partitions: cfg.partitions, Resnapshot: cfg.resnapshot, Logger: logger})
 }
 
 // result is one partition's outcome.
@@ -342,30 +358,30 @@ func startWorker(ctx context.Context, exe string, task Task) (sink.Part, error) 
 
 // compareWithTake takes the same source with snapshot.Take into an
 // in-memory Delta table and compares the latest images of both tables.
-func compareWithTake(ctx context.Context, db source.Source, table *delta.Table) (int, []string, error) {
+func compareWithTake(ctx context.Context, db source.Source, table *delta.Table, instance string) (int, []string, error) {
 	ref, err := delta.Open(ctx, "mem://", delta.Options{})
 	if err != nil {
 		return 0, nil, err
 	}
 	defer ref.Close()
-	if _, err := snapshot.Take(ctx, db, ref, snapshot.Options{CaptureInstance: demoInstance, Partitions: 1}); err != nil {
+	if _, err := snapshot.Take(ctx, db, ref, snapshot.Options{CaptureInstance: instance, Partitions: 1}); err != nil {
 		return 0, nil, fmt.Errorf("reference Take: %w", err)
 	}
-	want, err := tableImage(ctx, db, ref)
+	want, err := tableImage(ctx, db, ref, instance)
 	if err != nil {
 		return 0, nil, err
 	}
-	got, err := tableImage(ctx, db, table)
+	got, err := tableImage(ctx, db, table, instance)
 	if err != nil {
 		return 0, nil, err
 	}
 	return want.Len(), want.Diff(got, 10), nil
 }
 
-// tableImage reads a Delta table's rows into a latest image of the demo
-// capture instance.
-func tableImage(ctx context.Context, src source.Source, table *delta.Table) (*snapshot.Image, error) {
-	ci, err := src.CaptureInstance(ctx, demoInstance)
+// tableImage reads a Delta table's rows into a latest image of capture
+// instance instance.
+func tableImage(ctx context.Context, src source.Source, table *delta.Table, instance string) (*snapshot.Image, error) {
+	ci, err := src.CaptureInstance(ctx, instance)
 	if err != nil {
 		return nil, err
 	}

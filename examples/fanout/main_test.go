@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -38,6 +39,7 @@ var (
 func testConfig(t *testing.T, rows, partitions int) config {
 	return config{
 		target:      filepath.Join(t.TempDir(), "bronze"),
+		instance:    demoInstance,
 		source:      SourceSpec{Seed: 7, Rows: rows},
 		partitions:  partitions,
 		retries:     2,
@@ -404,7 +406,7 @@ func TestFanoutEqualsTake(t *testing.T) {
 		parts := make([]sink.Part, len(plan.Ranges))
 		for _, i := range r.Perm(len(plan.Ranges)) {
 			task := roundTrip(t, Task{Plan: plan, Partition: i, Target: fanTarget, Source: spec})
-			p, err := execute(ctx, task)
+			p, _, err := execute(ctx, sources{}, task)
 			if err != nil {
 				t.Fatalf("%s: worker %d: %v", name, i, err)
 			}
@@ -431,11 +433,11 @@ func TestFanoutEqualsTake(t *testing.T) {
 		if res.LSN != tres.LSN || !res.CommitTS.Equal(tres.CommitTS) || res.Rows != tres.Rows {
 			t.Errorf("%s: fan-out %+v, Take %+v: want the same LSN, commit time and rows", name, res, tres)
 		}
-		fanIm, err := tableImage(ctx, coord, fan)
+		fanIm, err := tableImage(ctx, coord, fan, demoInstance)
 		if err != nil {
 			t.Fatal(err)
 		}
-		takeIm, err := tableImage(ctx, coord, take)
+		takeIm, err := tableImage(ctx, coord, take, demoInstance)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -478,11 +480,13 @@ func roundTrip[T any](t *testing.T, v T) T {
 // TestWorkerBadInput: a worker names what is wrong with its task.
 func TestWorkerBadInput(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
-		{"not json", "reading the task from stdin"},
-		{`{"partition": 0}`, "the task has no plan"},
+		{"not json", "reading task 1 from stdin"},
+		{"", "no task on stdin"},
+		{`{"partition": 0, "planz": {}}`, `unknown field "planz"`},
+		{`{"partition": 0}`, "task 1 has no plan"},
 	} {
 		var out bytes.Buffer
-		err := worker(t.Context(), strings.NewReader(c.in), &out)
+		err := worker(t.Context(), strings.NewReader(c.in), &out, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("worker(%q) = %v, want an error containing %q", c.in, err, c.want)
 		}
@@ -495,7 +499,7 @@ func TestWorkerBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = execute(t.Context(), Task{Plan: plan, Partition: 5, Target: t.TempDir(), Source: SourceSpec{Seed: 1, Rows: 10}})
+	_, _, err = execute(t.Context(), sources{}, Task{Plan: plan, Partition: 5, Target: t.TempDir(), Source: SourceSpec{Seed: 1, Rows: 10}})
 	if err == nil || !strings.Contains(err.Error(), "partition 5 does not exist") {
 		t.Errorf("execute(partition 5 of %d) = %v, want an error naming it", len(plan.Ranges), err)
 	}

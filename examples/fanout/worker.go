@@ -6,11 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"time"
 
+	"github.com/cdcsnap/cdcsnap/fake"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
 	"github.com/cdcsnap/cdcsnap/snapshot"
+	"github.com/cdcsnap/cdcsnap/source"
 )
 
 // Task is what a worker reads on stdin: everything it needs to write one
@@ -55,55 +59,114 @@ const workerEnv = "CDCSNAP_FANOUT_WORKER"
 // errCrash is the exit of a worker that crashes on purpose.
 var errCrash = errors.New("worker crashed on purpose after writing its files (fault crash-after-write)")
 
-// worker reads a Task from stdin, writes its partition to the shared
-// table and prints the Part as JSON on stdout.
-func worker(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
-	var task Task
-	if err := json.NewDecoder(stdin).Decode(&task); err != nil {
-		return fmt.Errorf("worker: reading the task from stdin: %w", err)
+// worker reads Tasks from stdin, JSON values one after another (one per
+// line, as Spark's RDD.pipe writes the elements of a partition), writes
+// each one's partition to the shared table and prints its Part as one line
+// of JSON on stdout as soon as it is done. The first task that fails ends
+// the worker with its error (the process exits non-zero): the parts
+// printed before it stand, and a retry of the rest reads only what was not
+// recorded. Each task's timings go to stderr as one line (an executor's
+// log under Spark).
+func worker(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) error {
+	dec := json.NewDecoder(stdin)
+	dec.DisallowUnknownFields()
+	enc := json.NewEncoder(stdout)
+	srcs := sources{}
+	defer srcs.close()
+	for n := 0; ; n++ {
+		var task Task
+		if err := dec.Decode(&task); err == io.EOF && n > 0 {
+			return nil
+		} else if err == io.EOF {
+			return errors.New("worker: no task on stdin")
+		} else if err != nil {
+			return fmt.Errorf("worker: reading task %d from stdin: %w", n+1, err)
+		}
+		if task.Plan == nil {
+			return fmt.Errorf("worker: task %d has no plan", n+1)
+		}
+		start := time.Now()
+		part, opened, err := execute(ctx, srcs, task)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "fanout worker: partition %d (attempt %d): %d rows, %d bytes; source opened in %s, partition read and written in %s\n",
+			task.Partition, task.Attempt, part.Rows, part.Bytes, opened.Round(time.Millisecond), time.Since(start.Add(opened)).Round(time.Millisecond))
+		if err := enc.Encode(part); err != nil {
+			return fmt.Errorf("worker: partition %d: writing the result: %w", task.Partition, err)
+		}
 	}
-	if task.Plan == nil {
-		return errors.New("worker: the task has no plan")
-	}
-	part, err := execute(ctx, task)
-	if err != nil {
-		return err
-	}
-	if err := json.NewEncoder(stdout).Encode(part); err != nil {
-		return fmt.Errorf("worker: partition %d: writing the result: %w", task.Partition, err)
-	}
-	return nil
 }
 
-// execute builds the source, opens the shared table and runs
-// snapshot.Execute for the task's partition.
-func execute(ctx context.Context, task Task) (sink.Part, error) {
-	db, err := newDemo(task.Source)
-	if err != nil {
-		return sink.Part{}, fmt.Errorf("worker: partition %d: %w", task.Partition, err)
+// sources holds the sources a worker process opened, one per spec: the
+// demo database is built once, a SQL Server's pool serves every task.
+type sources map[SourceSpec]openedSource
+
+type openedSource struct {
+	src   source.Source
+	demo  *fake.DB
+	close func()
+}
+
+// get returns the source spec names, opening it on first use; opened is
+// the time that took.
+func (s sources) get(ctx context.Context, spec SourceSpec) (o openedSource, opened time.Duration, err error) {
+	if o, ok := s[spec]; ok {
+		return o, 0, nil
 	}
+	start := time.Now()
+	if o.src, o.demo, o.close, err = openSource(ctx, spec, slog.New(slog.DiscardHandler)); err != nil {
+		return o, 0, err
+	}
+	s[spec] = o
+	return o, time.Since(start), nil
+}
+
+func (s sources) close() {
+	for _, o := range s {
+		o.close()
+	}
+}
+
+// execute runs snapshot.Execute for the task's partition on the shared
+// table; opened is the time opening the source took (building the demo
+// database, or connecting), 0 when an earlier task of this process had.
+func execute(ctx context.Context, srcs sources, task Task) (part sink.Part, opened time.Duration, err error) {
+	o, opened, err := srcs.get(ctx, task.Source)
+	if err != nil {
+		return sink.Part{}, 0, fmt.Errorf("worker: partition %d: %w", task.Partition, err)
+	}
+	src, demo := o.src, o.demo
 	table, err := delta.Open(ctx, task.Target, delta.Options{})
 	if err != nil {
-		return sink.Part{}, fmt.Errorf("worker: partition %d: %w", task.Partition, err)
+		return sink.Part{}, 0, fmt.Errorf("worker: partition %d: %w", task.Partition, err)
 	}
 	defer table.Close()
-	if task.Fault == FailRead {
-		db.FailReadAfter(1, errors.New("injected read failure (fault fail-read)"))
+	switch task.Fault {
+	case "", CrashAfterWrite, FailRead:
+	default:
+		return sink.Part{}, 0, fmt.Errorf("worker: partition %d: unknown fault %q", task.Partition, task.Fault)
 	}
-	part, err := snapshot.Execute(ctx, db, table, task.Plan, task.Partition, nil)
+	if task.Fault != "" && demo == nil {
+		return sink.Part{}, 0, fmt.Errorf("worker: partition %d: fault %q is for the demo database only", task.Partition, task.Fault)
+	}
+	if task.Fault == FailRead {
+		demo.FailReadAfter(1, errors.New("injected read failure (fault fail-read)"))
+	}
+	part, err = snapshot.Execute(ctx, src, table, task.Plan, task.Partition, nil)
 	if err != nil {
-		return sink.Part{}, fmt.Errorf("worker: %w", err)
+		return sink.Part{}, 0, fmt.Errorf("worker: %w", err)
 	}
 	if task.Fault == CrashAfterWrite {
-		return sink.Part{}, fmt.Errorf("worker: partition %d: %w", task.Partition, errCrash)
+		return sink.Part{}, 0, fmt.Errorf("worker: partition %d: %w", task.Partition, errCrash)
 	}
-	return part, nil
+	return part, opened, nil
 }
 
 // workerMain is the worker's process: exit status 0 with the Part on
 // stdout, or 1 with the error on stderr.
 func workerMain(ctx context.Context) int {
-	if err := worker(ctx, os.Stdin, os.Stdout); err != nil {
+	if err := worker(ctx, os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

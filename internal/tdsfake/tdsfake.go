@@ -116,6 +116,7 @@ var (
 	sqlLSNTime      = sqlserver.LSNTimeStatement(lsn.LSN{}).SQL
 	sqlReadCommited = sqlserver.IsolationStatement(source.ReadCommitted).SQL
 	sqlSnapshot     = sqlserver.IsolationStatement(source.Snapshot).SQL
+	sqlPing         = "select 1;"
 )
 
 // Serve implements tdsserver.Handler.
@@ -161,6 +162,14 @@ func (h *handler) serve(ctx context.Context, req *tdsserver.Request, w *tdsserve
 		return w.Row(int64(1), "CLUSTERED")
 	case sql == sqlProbe:
 		return h.probe(a, w)
+	case sql == sqlPing:
+		// go-mssqldb's Conn.Ping (database/sql's PingContext) sends this
+		// batch (go-mssqldb v1.11.2 mssql.go, Ping); SQL Server answers
+		// one row of one unnamed int column.
+		if err := w.Columns([]tdsserver.Column{{Type: "int"}}); err != nil {
+			return err
+		}
+		return w.Row(int32(1))
 	case sql == sqlNow:
 		if err := w.Columns([]tdsserver.Column{{Name: "now", Type: "datetimeoffset(7)"}}); err != nil {
 			return err

@@ -1,4 +1,7 @@
-package main
+// Package sourceparquet writes a source table's current rows to a Parquet
+// file, so readers other than Go (the Spark checks in .ci) can compare what
+// they build from a bronze Delta table with the source itself.
+package sourceparquet
 
 import (
 	"context"
@@ -13,15 +16,15 @@ import (
 	"github.com/cdcsnap/cdcsnap/source"
 )
 
-// exportSource writes the demo source table's current rows to a Parquet
-// file, so readers other than Go (the Spark check in .ci/spark) can compare
-// what they build from the Delta table with the source itself.
-func (d *demoDB) exportSource(ctx context.Context, path string) error {
-	ci, err := d.db.CaptureInstance(ctx, demoInstance)
+// Write reads the whole table of capture instance instance from src (one
+// range, read committed) and writes its rows to a new Parquet file at path,
+// timestamps in microseconds as Spark reads them.
+func Write(ctx context.Context, src source.Source, instance, path string) error {
+	ci, err := src.CaptureInstance(ctx, instance)
 	if err != nil {
 		return err
 	}
-	rr, err := d.db.ReadRange(ctx, ci, keyrange.Whole()[0], source.ReadOptions{})
+	rr, err := src.ReadRange(ctx, ci, keyrange.Whole()[0], source.ReadOptions{})
 	if err != nil {
 		return err
 	}
