@@ -276,15 +276,21 @@ func commitCmd(ctx context.Context, cfg config, planFile string, files []string,
 	defer table.Close()
 	if len(files) == 0 || withRecorded {
 		recorded, err := recordedParts(ctx, table, plan)
-		if errors.Is(err, sink.ErrNotFound) && len(files) == 0 {
-			// A rerun of a commit that landed: the records are gone
-			// with the commit, and the snapshot says so.
-			if snap, ferr := table.FindSnapshot(ctx, plan.CaptureInstance); ferr == nil {
+		if errors.Is(err, sink.ErrNotFound) {
+			// No records: a rerun of a commit of this plan that landed
+			// (the records go with the commit) says so: the newest
+			// snapshot is at the plan's LSN and is not the one the plan
+			// replaces (snapshot.Take's rule). Anything else (records
+			// dropped as stale, another plan's snapshot) is the error.
+			if snap, ferr := table.FindSnapshot(ctx, plan.CaptureInstance); ferr == nil && snap.LSN == plan.LSN && snap.LSN != plan.Replaces {
 				fmt.Fprintf(stdout, "exists: %s holds a snapshot of %s at LSN %s (version %d); committed nothing\n", cfg.target, plan.CaptureInstance, snap.LSN, snap.Version)
 				return nil
 			}
+			if len(files) > 0 {
+				err = nil // commit the files' parts alone
+			}
 		}
-		if err != nil && (len(files) == 0 || !errors.Is(err, sink.ErrNotFound)) {
+		if err != nil {
 			return err
 		}
 		given := map[int]bool{}

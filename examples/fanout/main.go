@@ -77,8 +77,10 @@
 //     file), and a test decodes it strictly into the Kubernetes API
 //     types and runs its commands. Each worker records its Part with
 //     the table as it finishes (and prints it, for an orchestrator that
-//     collects results: a Temporal activity, Spark). A retried index just
-//     writes new files; the failed attempt's files are never referenced.
+//     collects results: a Temporal activity, Spark). The first attempt of
+//     a partition to record a complete Part wins: a retry after that
+//     reports the recorded Part, and every other attempt's files are
+//     never referenced.
 //  3. When every index has succeeded, the coordinator runs "fanout commit
 //     -plan plan.json" (the recorded parts), or with part files (JSON
 //     lines; - is stdin): one snapshot.CommitUsable (Plan.CheckUsable,

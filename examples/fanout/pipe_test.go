@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,7 +84,7 @@ func TestPipeProtocol(t *testing.T) {
 		t.Fatalf("worker of two tasks: %v", err)
 	}
 	// The process opens its source once: the second task reuses it.
-	if timings := strings.Split(strings.TrimSpace(errOut), "\n"); len(timings) != 2 || !strings.Contains(timings[1], "source opened in 0s,") || strings.Contains(timings[0], "source opened in 0s,") {
+	if timings := strings.Split(strings.TrimSpace(errOut), "\n"); len(timings) != 2 || !strings.Contains(timings[1], "source opened in 0.000s,") || strings.Contains(timings[0], "source opened in 0.000s,") {
 		t.Errorf("worker timings %q, want the source opened by the first task only", timings)
 	}
 	var got []int
@@ -118,6 +119,40 @@ func TestPipeProtocol(t *testing.T) {
 	if n := tableRows(t, target); n != 3003 {
 		t.Errorf("table holds %d rows, want 3003", n)
 	}
+	// The driver reruns its commit (it died before seeing the answer):
+	// the snapshot is there, nothing is committed.
+	res, _, err = runCLI(ctx, collected, append(append([]string{"commit", "-plan", planFile, "-with-recorded"}, common...), "-")...)
+	if err != nil || !strings.Contains(res, "exists:") {
+		t.Errorf("a rerun of commit -with-recorded = %q, %v; want the existing snapshot", res, err)
+	}
+
+	// A resnapshot plan whose records are gone (dropped as stale, say)
+	// must not pass for committed: the table's snapshot is the one it
+	// replaces, though at the same LSN.
+	replan, _, err := runCLI(ctx, "", append([]string{"plan", "-partitions", "2", "-resnapshot"}, common...)...)
+	if err != nil {
+		t.Fatalf("plan -resnapshot: %v", err)
+	}
+	var p2 snapshot.Plan
+	if err := json.Unmarshal([]byte(replan), &p2); err != nil || p2.Replaces != p2.LSN {
+		t.Fatalf("resnapshot plan %q (%v): want one replacing the snapshot at its own LSN", replan, err)
+	}
+	table, err := delta.Open(ctx, target, delta.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer table.Close()
+	if err := table.DropPartial(ctx, p2.CaptureInstance, p2.ID); err != nil {
+		t.Fatal(err)
+	}
+	replanFile := filepath.Join(dir, "replan.json")
+	if err := os.WriteFile(replanFile, []byte(replan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, err := runCLI(ctx, "", append([]string{"commit", "-plan", replanFile}, common...)...); err == nil || !errors.Is(err, sink.ErrNotFound) {
+		t.Errorf("commit of a dropped resnapshot plan = %q, %v; want the missing records' error", out, err)
+	}
+
 	// A rerun of the driver: no plan, an empty task file.
 	out, _, err = runCLI(ctx, "", append([]string{"plan", "-partitions", "4", "-tasks", tasksFile}, common...)...)
 	if b, _ := os.ReadFile(tasksFile); err != nil || out != "" || len(b) != 0 {

@@ -14,8 +14,9 @@ import (
 )
 
 // The real source's connection string comes from the environment, never
-// from a flag, a task or a log line: a flag shows in ps and in Spark's and
-// Kubernetes' UIs, and a task is shipped to every executor.
+// from a flag, a task line or a log line: a flag shows in ps and in
+// Spark's and Kubernetes' UIs, and a task line is shipped to every
+// executor and kept in files.
 const (
 	// envDSN holds the SQL Server connection string (sqlserver://...).
 	envDSN = "CDCSNAP_SOURCE_DSN"

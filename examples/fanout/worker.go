@@ -90,8 +90,8 @@ func worker(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "fanout worker: partition %d (attempt %d): %d rows, %d bytes; source opened in %s, partition read and written in %s\n",
-			task.Partition, task.Attempt, part.Rows, part.Bytes, opened.Round(time.Millisecond), time.Since(start.Add(opened)).Round(time.Millisecond))
+		fmt.Fprintf(stderr, "fanout worker: partition %d (attempt %d): %d rows, %d bytes; source opened in %.3fs, partition read and written in %.3fs\n",
+			task.Partition, task.Attempt, part.Rows, part.Bytes, opened.Seconds(), (time.Since(start) - opened).Seconds())
 		if err := enc.Encode(part); err != nil {
 			return fmt.Errorf("worker: partition %d: writing the result: %w", task.Partition, err)
 		}
@@ -151,6 +151,9 @@ func execute(ctx context.Context, srcs sources, task Task) (part sink.Part, open
 		return sink.Part{}, 0, fmt.Errorf("worker: partition %d: fault %q is for the demo database only", task.Partition, task.Fault)
 	}
 	if task.Fault == FailRead {
+		// The source serves this process's later tasks too: the fault
+		// must not outlive this one (an empty partition never fires it).
+		defer demo.ClearFaults()
 		demo.FailReadAfter(1, errors.New("injected read failure (fault fail-read)"))
 	}
 	part, err = snapshot.Execute(ctx, src, table, task.Plan, task.Partition, nil)

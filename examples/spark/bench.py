@@ -1,4 +1,4 @@
-"""Measures one snapshot three ways: workers as plain processes, and as Spark tasks.
+"""Measures one snapshot four ways: workers as plain processes, and as Spark tasks.
 
 Usage: bench.py FANOUT_BINARY WORKDIR [ROWS] [PARTITIONS]
 (run with the Python of .ci/sparkenv; BENCHMARKS.md quotes its output)
@@ -30,19 +30,15 @@ rows = int(sys.argv[3]) if len(sys.argv) > 3 else 1_000_000
 partitions = int(sys.argv[4]) if len(sys.argv) > 4 else 8
 here = os.path.dirname(os.path.abspath(__file__))
 LINE = re.compile(r"fanout worker: partition \d+ \(attempt \d+\): \d+ rows, \d+ bytes; "
-                  r"source opened in ([\d.]+)(ms|s), partition read and written in ([\d.]+)(ms|s)")
-
-
-def secs(v, unit):
-    return float(v) / (1000 if unit == "ms" else 1)
+                  r"source opened in ([\d.]+)s, partition read and written in ([\d.]+)s")
 
 
 def worker_times(stderr):
     opened = written = 0.0
     n = 0
     for m in LINE.finditer(stderr):
-        opened += secs(m.group(1), m.group(2))
-        written += secs(m.group(3), m.group(4))
+        opened += float(m.group(1))
+        written += float(m.group(2))
         n += 1
     return n, opened, written
 
