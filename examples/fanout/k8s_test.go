@@ -10,8 +10,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
-
-	"github.com/cdcsnap/cdcsnap/internal/tdsfake"
 )
 
 // TestKubernetesManifest decodes k8s/snapshot-jobs.yaml strictly into the
@@ -52,16 +50,7 @@ func TestKubernetesManifest(t *testing.T) {
 
 	ctx := t.Context()
 	dir := t.TempDir()
-	spec := SourceSpec{Seed: 9, Rows: 6000}
-	db, err := newDemo(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := tdsfake.Start(ctx, db, tdsfake.Options{NoRecord: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	_, srv := serveDemo(t, SourceSpec{Seed: 9, Rows: 6000})
 	target := filepath.Join(dir, "table")
 	planDir := filepath.Join(dir, "plan")
 	secretDir := filepath.Join(dir, "secret")

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cdcsnap/cdcsnap/fake"
 	"github.com/cdcsnap/cdcsnap/internal/tdsfake"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
@@ -205,15 +206,7 @@ func TestWorkerStopsAtFirstFailure(t *testing.T) {
 func TestSQLServerSource(t *testing.T) {
 	ctx := t.Context()
 	cfg := testConfig(t, 4000, 3)
-	db, err := newDemo(cfg.source)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := tdsfake.Start(ctx, db, tdsfake.Options{NoRecord: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	db, srv := serveDemo(t, cfg.source)
 	dsn := srv.DSN("cdcsnap")
 	const password = "fake-Passw0rd" // tdsfake's login
 	if !strings.Contains(dsn, password) {
@@ -294,4 +287,20 @@ func TestSourceEnvironment(t *testing.T) {
 	if _, _, err := runCLI(t.Context(), "", "export", "-o", filepath.Join(dir, "x.parquet")); err == nil || !strings.Contains(err.Error(), "only the demo database can be exported") {
 		t.Errorf("export with a SQL Server source = %v", err)
 	}
+}
+
+// serveDemo builds the demo database of spec and serves it over TDS until
+// the test ends.
+func serveDemo(t *testing.T, spec SourceSpec) (*fake.DB, *tdsfake.Server) {
+	t.Helper()
+	db, err := newDemo(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := tdsfake.Start(t.Context(), db, tdsfake.Options{NoRecord: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return db, srv
 }
