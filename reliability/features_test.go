@@ -565,33 +565,7 @@ func goRerun(t *testing.T, ctx context.Context, ft *featTable) {
 // as zone-less timestamps, labelled UTC again as the bronze schema has
 // them (the wall clock is the value; the label is all that differs).
 func ntzImage(t *testing.T, ctx context.Context, w *testworld.World, tb *delta.Table) (*snapshot.Image, error) {
-	ci := w.Instance(t)
-	key, _ := ci.KeyColumns()
-	im := snapshot.NewImage(ci.Columns, key)
-	rr, err := tb.ReadAll(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer rr.Release()
-	for rr.Next() {
-		rec := relabelNTZ(rr.RecordBatch())
-		inst := rec.Column(rec.Schema().FieldIndices(sink.ColCaptureInstance)[0]).(*array.String)
-		keep := make([]bool, rec.NumRows())
-		for i := range keep {
-			keep[i] = inst.IsValid(i) && sink.SameInstance(inst.Value(i), w.CI)
-		}
-		sub, err := filter(rec, keep)
-		rec.Release()
-		if err != nil {
-			return nil, err
-		}
-		err = im.AddBronze(sub)
-		sub.Release()
-		if err != nil {
-			return nil, err
-		}
-	}
-	return im, rr.Err()
+	return relabelledImage(t, ctx, w, tb, relabelNTZ)
 }
 
 // relabelNTZ returns rec with each zone-less timestamp column labelled

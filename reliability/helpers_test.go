@@ -249,6 +249,12 @@ func streamAndCompare(t testing.TB, ctx context.Context, w *testworld.World, tb 
 
 // tableImage is the latest image of the table's rows of w's instance.
 func tableImage(t testing.TB, ctx context.Context, w *testworld.World, tb *delta.Table) (*snapshot.Image, error) {
+	return relabelledImage(t, ctx, w, tb, nil)
+}
+
+// relabelledImage is tableImage with each record first passed through relabel
+// (nil: as read), which returns a record the caller releases.
+func relabelledImage(t testing.TB, ctx context.Context, w *testworld.World, tb *delta.Table, relabel func(arrow.RecordBatch) arrow.RecordBatch) (*snapshot.Image, error) {
 	ci := w.Instance(t)
 	key, _ := ci.KeyColumns()
 	im := snapshot.NewImage(ci.Columns, key)
@@ -259,12 +265,18 @@ func tableImage(t testing.TB, ctx context.Context, w *testworld.World, tb *delta
 	defer rr.Release()
 	for rr.Next() {
 		rec := rr.RecordBatch()
+		if relabel != nil {
+			rec = relabel(rec)
+		} else {
+			rec.Retain()
+		}
 		inst := rec.Column(rec.Schema().FieldIndices(sink.ColCaptureInstance)[0]).(*array.String)
 		keep := make([]bool, rec.NumRows())
 		for i := range keep {
 			keep[i] = inst.IsValid(i) && sink.SameInstance(inst.Value(i), w.CI)
 		}
 		sub, err := filter(rec, keep)
+		rec.Release()
 		if err != nil {
 			return nil, err
 		}

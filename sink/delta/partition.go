@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +36,19 @@ type partitionColumn struct {
 	key      string // partitionValues key (the physical name when mapped)
 	typ      string // Delta type
 	arrowTyp arrow.DataType
+}
+
+// withoutPartitionColumns returns schema without the fields of cols (by
+// their partitionValues key): what a data file of the table holds.
+func withoutPartitionColumns(schema *arrow.Schema, cols []partitionColumn) *arrow.Schema {
+	var keep []arrow.Field
+	for _, f := range schema.Fields() {
+		if !slices.ContainsFunc(cols, func(c partitionColumn) bool { return c.key == f.Name }) {
+			keep = append(keep, f)
+		}
+	}
+	md := schema.Metadata()
+	return arrow.NewSchema(keep, &md)
 }
 
 // partitionColumns returns s's partition columns, refusing types this

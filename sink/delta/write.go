@@ -487,18 +487,7 @@ func (t *Table) newFileSets(st *state, schema *arrow.Schema, partition int, cons
 	}
 	fs := &fileSets{t: t, schema: schema, partition: partition, constant: constant, cols: cols, byDir: map[string]*fileSet{}}
 	if len(cols) > 0 {
-		var keep []arrow.Field
-		for _, f := range schema.Fields() {
-			part := false
-			for _, c := range cols {
-				part = part || f.Name == c.key
-			}
-			if !part {
-				keep = append(keep, f)
-			}
-		}
-		md := schema.Metadata()
-		fs.schema = arrow.NewSchema(keep, &md)
+		fs.schema = withoutPartitionColumns(schema, cols)
 	}
 	return fs, nil
 }
@@ -737,18 +726,7 @@ func (t *Table) checkLayout(s *state, schema *arrow.Schema, adds []AddFile) erro
 	if err != nil {
 		return err
 	}
-	var keep []arrow.Field
-	for _, f := range fileSchema.Fields() {
-		part := false
-		for _, c := range cols {
-			part = part || f.Name == c.key
-		}
-		if !part {
-			keep = append(keep, f)
-		}
-	}
-	md := fileSchema.Metadata()
-	want := layoutOf(arrow.NewSchema(keep, &md), cols, fileSchema != schema)
+	want := layoutOf(withoutPartitionColumns(fileSchema, cols), cols, fileSchema != schema)
 	for _, a := range adds {
 		if got := a.Tags[layoutTag]; got != want {
 			return fmt.Errorf("delta: table %s: data file %s was written for another layout of the table (partition columns, column mapping or column types) than the one it has now: another writer created or changed the table meanwhile; write the data again", t.url, a.Path)
