@@ -65,7 +65,10 @@ func (db *DB) newInstanceLocked(t *table, instanceName string, columns []string)
 		return nil, fmt.Errorf("fake: enable CDC on %s as %q: the table already has %d capture instances (%s and %s)",
 			t, instanceName, len(t.instances), t.instances[0].name, t.instances[1].name)
 	}
-	in := &instance{name: instanceName, t: t, key: append([]string(nil), t.keyNames...)}
+	in := &instance{name: instanceName, t: t}
+	if !t.keyless {
+		in.key = append([]string(nil), t.keyNames...)
+	}
 	if len(columns) == 0 {
 		for i := range t.cols {
 			in.colIdx = append(in.colIdx, i)
@@ -131,7 +134,7 @@ func (db *DB) DisableCDC(instanceName string) error {
 }
 
 func (in *instance) describe() *source.CaptureInstance {
-	return &source.CaptureInstance{
+	ci := &source.CaptureInstance{
 		Name:         in.name,
 		SourceSchema: in.t.schema,
 		SourceTable:  in.t.name,
@@ -139,6 +142,12 @@ func (in *instance) describe() *source.CaptureInstance {
 		Columns:      append([]source.Column(nil), in.cols...),
 		Key:          append([]string(nil), in.key...),
 	}
+	ci.Indexes, ci.Heap = in.t.describeIndexes()
+	if in.key != nil && in.t.pk != nil {
+		ix := in.t.pk.describe()
+		ci.KeyIndex = &ix
+	}
+	return ci
 }
 
 // instanceLocked resolves name among every capture instance.
@@ -282,6 +291,34 @@ func (db *DB) CaptureInstance(ctx context.Context, name string) (*source.Capture
 		return nil, err
 	}
 	return in.describe(), nil
+}
+
+// ListCaptureInstances lists the capture instances the login may read, in
+// creation order, as sys.sp_cdc_help_change_data_capture without arguments
+// does (FACTS.md F01): an instance after DenyChanges is left out. Each has
+// what the procedure's row holds, Name, SourceSchema, SourceTable,
+// StartLSN and Key, and no Columns, as source/sqlserver returns them;
+// CaptureInstance describes one fully. It implements database.Lister.
+func (db *DB) ListCaptureInstances(ctx context.Context) ([]source.CaptureInstance, error) {
+	if err := db.enter(ctx, OpListInstances); err != nil {
+		return nil, err
+	}
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	var out []source.CaptureInstance
+	for _, in := range db.instances {
+		if in.denied {
+			continue
+		}
+		out = append(out, source.CaptureInstance{
+			Name:         in.name,
+			SourceSchema: in.t.schema,
+			SourceTable:  in.t.name,
+			StartLSN:     in.min, // as describe: cleanup raises start_lsn (FACTS.md F20)
+			Key:          append([]string(nil), in.key...),
+		})
+	}
+	return out, nil
 }
 
 // enter checks the context and any injected fault of op.

@@ -1,11 +1,15 @@
 package fake_test
 
 import (
+	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/cdcsnap/cdcsnap/database"
 	"github.com/cdcsnap/cdcsnap/fake"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/lsn"
@@ -156,5 +160,54 @@ func TestCleanupDuringAChangeReadIsDataLoss(t *testing.T) {
 	var dl *source.DataLossError
 	if !errors.As(rr.Err(), &dl) || dl.MinLSN != ls[2] {
 		t.Fatalf("read across a cleanup: %v, want a *source.DataLossError at %s", rr.Err(), ls[2])
+	}
+}
+
+// TestListCaptureInstances: the fake lists what
+// sys.sp_cdc_help_change_data_capture lists (FACTS.md F01): every instance
+// the login may read, in creation order, with the name, source table,
+// start LSN and key that CaptureInstance describes; an instance after
+// DenyChanges is left out until GrantChanges. It honours ctx and FailNext
+// as the other metadata calls do.
+func TestListCaptureInstances(t *testing.T) {
+	var _ database.Lister = (*fake.DB)(nil)
+	db := ordersDB(t, fake.Options{})
+	check(t, db.CreateTable(fake.TableDef{Schema: "sales", Name: "heap", Columns: []fake.ColumnDef{{Name: "v", Type: "int"}}, Key: []string{"v"}, Keyless: true, CaptureInstance: "sales_heap"}))
+	must[*source.CaptureInstance](t)(db.EnableCDC("dbo", "orders", ""))
+	must[*source.CaptureInstance](t)(db.EnableCDC("dbo", "orders", "dbo_orders_v2", "id", "customer"))
+	names := func() []string {
+		t.Helper()
+		cis, err := db.ListCaptureInstances(ctx)
+		check(t, err)
+		var out []string
+		for _, ci := range cis {
+			full := must[*source.CaptureInstance](t)(db.CaptureInstance(ctx, ci.Name))
+			if ci.SourceSchema != full.SourceSchema || ci.SourceTable != full.SourceTable || ci.StartLSN != full.StartLSN ||
+				!slices.Equal(ci.Key, full.Key) || len(ci.Columns) != 0 {
+				t.Fatalf("listed %+v, described %+v", ci, full)
+			}
+			out = append(out, ci.Name+" "+strings.Join(ci.Key, ","))
+		}
+		return out
+	}
+	if got, want := names(), []string{"sales_heap ", "dbo_orders id", "dbo_orders_v2 id"}; !slices.Equal(got, want) {
+		t.Fatalf("listed %q, want %q", got, want)
+	}
+	check(t, db.DenyChanges("dbo_orders"))
+	if got, want := names(), []string{"sales_heap ", "dbo_orders_v2 id"}; !slices.Equal(got, want) {
+		t.Fatalf("after DenyChanges: %q, want %q", got, want)
+	}
+	check(t, db.GrantChanges("dbo_orders"))
+	if got := names(); len(got) != 3 {
+		t.Fatalf("after GrantChanges: %q", got)
+	}
+	db.FailNext(fake.OpListInstances, fake.ErrInjected)
+	if _, err := db.ListCaptureInstances(ctx); !errors.Is(err, fake.ErrInjected) {
+		t.Fatalf("with a fault: %v", err)
+	}
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := db.ListCaptureInstances(canceled); !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled: %v", err)
 	}
 }

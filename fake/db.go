@@ -89,6 +89,23 @@ type TableDef struct {
 	// load is a commit, so a pending FailNext(OpCommit) fails it. Nil or
 	// empty means an empty table and no commit.
 	Rows []Row
+	// KeyIndexName names the primary key's index; empty means
+	// "PK_<Name>".
+	KeyIndexName string
+	// KeyNonclustered makes the primary key a nonclustered index. With no
+	// clustered index among Indexes either, the table is a heap
+	// (source.CaptureInstance.Heap).
+	KeyNonclustered bool
+	// Keyless models a table with no primary key and no unique index: Key
+	// then only addresses rows inside the fake (Tx.Update, Tx.Delete, Get,
+	// as SQL Server's row locator would), and capture instances report no
+	// key and no key index, as sys.sp_cdc_help_change_data_capture does
+	// for such a table (FACTS.md F18), so a snapshot reads it as one
+	// range. It is a heap unless an index in Indexes is clustered.
+	Keyless bool
+	// Indexes are the table's other indexes: a snapshot can split on the
+	// leading column of any of them (source.CaptureInstance.SplitOn).
+	Indexes []IndexDef
 	// CaptureInstance, when not empty, enables CDC on the new table under
 	// this name once Rows are loaded, capturing every column, as
 	// EnableCDC(Schema, Name, CaptureInstance) does: the instance's
@@ -97,6 +114,23 @@ type TableDef struct {
 	// is not enabled (call EnableCDC, to capture only some columns for
 	// example).
 	CaptureInstance string
+}
+
+// IndexDef declares an index of a table besides its primary key. A read
+// through it sorts the table's rows into its order once per committed
+// version of the table, so a long read while commits land pays that per
+// page.
+type IndexDef struct {
+	// Name is the index's name, unique within the table.
+	Name string
+	// Columns are its key columns in order.
+	Columns []string
+	// Unique declares a unique index. The fake does not enforce it:
+	// declaring it over values that repeat is the test's mistake.
+	Unique bool
+	// Clustered makes it the table's clustered index; the primary key must
+	// then be KeyNonclustered (or the table Keyless).
+	Clustered bool
 }
 
 // Row is one row's values in column order: int64, bool, keyrange.Decimal,
@@ -151,6 +185,9 @@ type table struct {
 	order        keyOrder
 	rows         atomic.Pointer[rowset]
 	skew         int64 // guarded by DB.mu
+	keyless      bool  // Key only addresses rows: no index SQL Server would show
+	indexes      []*index
+	pk           *index // the primary key's index; nil when keyless
 	instances    []*instance
 	stats        tableStats
 }
@@ -191,6 +228,7 @@ type DB struct {
 	mapping   []lsnTime // cdc.lsn_time_mapping: commits with captured changes
 	captured  lsn.LSN   // the capture job's position: everything at or below it is processed
 	sinceJob  int
+	replica   lsn.LSN // SetReplicaMaxLSN; zero: reads see the primary
 
 	faultMu   sync.Mutex
 	failNext  map[Op]error
@@ -297,6 +335,9 @@ func (db *DB) CreateTable(def TableDef) error {
 		t.keyIdx = append(t.keyIdx, j)
 		t.keyCols = append(t.keyCols, kc)
 		t.order = append(t.order, newKeyPart(kc))
+	}
+	if err := t.defineIndexes(def); err != nil {
+		return err
 	}
 	t.rows.Store(&rowset{})
 	load, err := t.defRows(def.Rows)
@@ -559,6 +600,7 @@ type Op string
 // The operations FailNext can fail.
 const (
 	OpCaptureInstance Op = "CaptureInstance"
+	OpListInstances   Op = "ListCaptureInstances"
 	OpMaxLSN          Op = "MaxLSN"
 	OpMinLSN          Op = "MinLSN"
 	OpLSNTime         Op = "LSNTime"

@@ -11,6 +11,15 @@
 //     are padded as SQL Server stores them. One CreateTable call can also
 //     load a table's first rows and enable CDC on it (TableDef.Rows,
 //     TableDef.CaptureInstance), the setup a bootstrap test starts from.
+//   - Tables can declare other indexes (TableDef.Indexes, unique or not,
+//     one of them clustered), a nonclustered primary key
+//     (TableDef.KeyNonclustered) or no key at all (TableDef.Keyless: Key
+//     then only addresses rows, as a row locator would). Capture instances
+//     list the indexes, the key's index and whether the table is a heap,
+//     and every read follows the key the capture instance it is given
+//     names: a source.CaptureInstance.SplitOn copy reads, seeks and counts
+//     through the index leading with its column, entries ordered by index
+//     key, then Key; a column no index leads with is read by scans.
 //   - Keys order and compare as SQL Server's ORDER BY and "=" do
 //     (keyrange.Compare): NULL first, strings by their column's collation
 //     with trailing spaces ignored in every collation, so under a
@@ -39,7 +48,10 @@
 //     (DB.Stats): a keyrange.Piece reads the rows of its seek range
 //     (Piece.InSeek), its guard filtering among them; SeekKey merges the
 //     pieces of [from, +inf) in key order under a TOP (k + 1), reading the
-//     first row of every piece the merge opens and stopping after k + 1 keys.
+//     first row of every piece the merge opens and stopping after k + 1 keys
+//     (and, for a key that is not unique, one more row: the seek beyond
+//     from). A piece of a key no index leads with counts every row of the
+//     table, as a scan.
 //   - ReadRange reads page by page, each page a keyset continuation after the
 //     last key read. Under READ COMMITTED each page sees the rows committed
 //     before it, so a change committed between pages shows in later pages
@@ -47,6 +59,15 @@
 //     twice, as on SQL Server); under SNAPSHOT the read sees the rows as they
 //     were when ReadRange was called. DB.SetPageHook runs code between pages,
 //     with no lock held, so a test can commit while a snapshot reads.
+//   - DB.ListCaptureInstances lists the capture instances the login may
+//     read, as sys.sp_cdc_help_change_data_capture does (DB.DenyChanges
+//     hides one), so DB implements database.Lister as source/sqlserver
+//     does.
+//   - A read that must see a database at least as recent as an LSN
+//     (source.ReadOptions.NotBefore) is refused with a
+//     *source.ReplicaBehindError when the max LSN is below it;
+//     DB.SetReplicaMaxLSN makes reads answer as on a readable secondary
+//     whose redo lags behind the primary.
 //   - Faults: DB.FailNext fails the next call of an operation (including
 //     commits), DB.FailReadAfter fails a read after a number of rows; every
 //     read honours its context between pages.

@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/source"
 )
 
@@ -24,41 +25,58 @@ type seekPiece struct {
 	hasAbove bool
 }
 
-func (t *table) compilePieces(r keyrange.Range) ([]seekPiece, error) {
-	ps, err := keyrange.Pieces(t.keyCols, r)
-	if err != nil {
-		return nil, fmt.Errorf("fake: table %s: %w", t, err)
+func (a *access) compilePieces(r keyrange.Range) ([]seekPiece, error) {
+	if len(a.keyCols) == 0 {
+		if r.Lower == nil && r.Upper == nil {
+			return []seekPiece{{}}, nil
+		}
+		why := a.unusable
+		if why == "" {
+			why = "the capture instance has no key"
+		}
+		return nil, fmt.Errorf("fake: table %s: %s: only the whole range can be read", a.t, why)
 	}
-	return t.compile(ps)
+	ps, err := keyrange.Pieces(a.keyCols, r)
+	if err != nil {
+		return nil, fmt.Errorf("fake: table %s: %w", a.t, err)
+	}
+	return a.compile(ps)
 }
 
-// compile compiles pieces against the table's key order.
-func (t *table) compile(ps []keyrange.Piece) ([]seekPiece, error) {
+// compile compiles pieces against the access's key order.
+func (a *access) compile(ps []keyrange.Piece) ([]seekPiece, error) {
+	t, order := a.t, a.order
 	out := make([]seekPiece, len(ps))
 	for i, p := range ps {
-		eq, err := normalizeTuple(t.keyCols, t.order, 0, p.Eq)
+		if len(p.Eq) > len(a.keyCols) || len(p.Eq) == len(a.keyCols) && (p.Lower != nil || p.Upper != nil) {
+			return nil, fmt.Errorf("fake: table %s: a piece bounds more than the %d key columns", t, len(a.keyCols))
+		}
+		eq, err := normalizeTuple(a.keyCols, order, 0, p.Eq)
 		if err != nil {
 			return nil, fmt.Errorf("fake: table %s: %w", t, err)
 		}
 		j := len(eq)
 		sp := seekPiece{lo: eq, hi: eq, hiStrict: true}
 		if p.Lower != nil {
-			sp.lo = append(append([]any(nil), eq...), t.order[j].normalize(p.Lower.Value))
+			sp.lo = append(append([]any(nil), eq...), order[j].normalize(p.Lower.Value))
 			sp.loStrict = !p.Lower.Inclusive
 		}
 		if p.Upper != nil {
-			sp.hi = append(append([]any(nil), eq...), t.order[j].normalize(p.Upper.Value))
+			sp.hi = append(append([]any(nil), eq...), order[j].normalize(p.Upper.Value))
 			sp.hiStrict = p.Upper.Inclusive
 		}
 		if g := p.Guard; g != nil {
+			if g.From < 0 || g.From+len(g.Below) > len(a.keyCols) || g.Above != nil && g.From >= len(a.keyCols) {
+				return nil, fmt.Errorf("fake: table %s: a guard from column %d does not fit the %d key columns", t, g.From, len(a.keyCols))
+			}
 			sp.guard, sp.from = true, g.From
 			if g.Below != nil {
-				if sp.below, err = normalizeTuple(t.keyCols, t.order, g.From, g.Below); err != nil {
+				if sp.below, err = normalizeTuple(a.keyCols, order, g.From, g.Below); err != nil {
 					return nil, fmt.Errorf("fake: table %s: %w", t, err)
 				}
 			}
 			if g.Above != nil {
-				sp.above, sp.hasAbove = t.order[g.From].normalize(g.Above.Value), true
+				sp.above, sp.hasAbove = order[g.From].normalize(g.Above.Value), true
 			}
 		}
 		out[i] = sp
@@ -110,6 +128,7 @@ func (p *seekPiece) keep(o keyOrder, key []any) bool {
 // rows as of the start.
 type pieceScan struct {
 	t      *table
+	a      *access
 	pieces []seekPiece
 	snap   *rowset
 	pi     int
@@ -119,15 +138,21 @@ type pieceScan struct {
 // page passes up to limit rows, as the table stores them, to emit; it
 // returns how many it passed (0 at the end) and counts the rows examined.
 func (s *pieceScan) page(limit int, emit func(vals []any) error) (int, error) {
-	t, order := s.t, s.t.order
+	t, order := s.t, s.a.order
 	rs := s.snap
 	if rs == nil {
 		rs = t.rows.Load()
 	}
+	table := rs
+	rs = s.a.rows(rs)
 	n, examined := 0, 0
 	for s.pi < len(s.pieces) && n < limit {
 		p := &s.pieces[s.pi]
 		start, end := p.bounds(order, rs)
+		if s.a.scan && s.last == nil {
+			// No index leads with the key: the piece scans the table.
+			examined += table.n
+		}
 		if s.last != nil {
 			after := rs.search(func(r *row) bool { return order.compare(r.key, s.last) > 0 })
 			if start.less(after) {
@@ -137,7 +162,9 @@ func (s *pieceScan) page(limit int, emit func(vals []any) error) (int, error) {
 		q := start
 		for ; q.less(end) && n < limit; q = rs.next(q) {
 			row := rs.at(q)
-			examined++
+			if !s.a.scan {
+				examined++
+			}
 			s.last = row.key
 			if !p.keep(order, row.key) {
 				continue
@@ -158,8 +185,8 @@ func (s *pieceScan) page(limit int, emit func(vals []any) error) (int, error) {
 }
 
 // startScan opens the read of pieces of in's table under opts.
-func (db *DB) startScan(in *instance, pieces []seekPiece, opts source.ReadOptions) *pieceScan {
-	s := &pieceScan{t: in.t, pieces: pieces}
+func (db *DB) startScan(in *instance, a *access, pieces []seekPiece, opts source.ReadOptions) *pieceScan {
+	s := &pieceScan{t: in.t, a: a, pieces: pieces}
 	if opts.Isolation == source.Snapshot {
 		s.snap = in.t.rows.Load()
 	}
@@ -178,13 +205,29 @@ func (db *DB) afterPage(ctx context.Context, in *instance, rangeIndex, page, row
 	return nil
 }
 
+// SetReplicaMaxLSN makes ReadRange answer its source.ReadOptions.NotBefore
+// check as a read that landed on a readable secondary whose redo has
+// reached only l would: sys.fn_cdc_get_max_lsn() there is l (or the
+// primary's, when lower), so a NotBefore above l is refused with a
+// *source.ReplicaBehindError, as source/sqlserver refuses it (FACTS.md
+// F56). It models the check only: a read it lets through reads the
+// primary's rows, and MaxLSN and every other call still answer for the
+// primary. The zero LSN removes it (the replica caught up).
+func (db *DB) SetReplicaMaxLSN(l lsn.LSN) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.replica = l
+}
+
 // ReadRange implements source.Source. The range's pieces are read in key
 // order, page by page (opts.BatchRows rows, DefaultBatchRows when zero),
 // each page continuing after the last key read. Under READ COMMITTED a page
 // reads the rows committed when it starts; under SNAPSHOT every page reads
 // the rows as of this call. Each row of a piece's seek range counts as
 // examined (Stats.RowsExamined). After each page the page hook runs (see
-// SetPageHook); between pages the reader checks ctx.
+// SetPageHook); between pages the reader checks ctx. opts.NotBefore above
+// the max LSN (or above SetReplicaMaxLSN's) is a *source.ReplicaBehindError,
+// as source/sqlserver answers on a replica that has not caught up.
 func (db *DB) ReadRange(ctx context.Context, ci *source.CaptureInstance, r keyrange.Range, opts source.ReadOptions) (array.RecordReader, error) {
 	if err := db.enter(ctx, OpReadRange); err != nil {
 		return nil, err
@@ -192,6 +235,19 @@ func (db *DB) ReadRange(ctx context.Context, ci *source.CaptureInstance, r keyra
 	in, err := db.lookup(ci)
 	if err != nil {
 		return nil, err
+	}
+	if !opts.NotBefore.IsZero() {
+		// One server: only an LSN the capture job has not reached is
+		// refused, unless SetReplicaMaxLSN stands for a lagging replica.
+		db.mu.RLock()
+		have := db.maxLSNLocked()
+		if !db.replica.IsZero() && db.replica.Less(have) {
+			have = db.replica
+		}
+		db.mu.RUnlock()
+		if have.Less(opts.NotBefore) {
+			return nil, &source.ReplicaBehindError{CaptureInstance: in.name, Need: opts.NotBefore, Have: have}
+		}
 	}
 	schema, err := source.ArrowSchema(in.cols)
 	if err != nil {
@@ -201,7 +257,8 @@ func (db *DB) ReadRange(ctx context.Context, ci *source.CaptureInstance, r keyra
 	if err != nil {
 		return nil, fmt.Errorf("fake: ReadRange %s: %w", in.name, err)
 	}
-	pieces, err := in.t.compilePieces(r)
+	a := in.t.accessFor(ci)
+	pieces, err := a.compilePieces(r)
 	if err != nil {
 		return nil, fmt.Errorf("fake: ReadRange %s %s: %w", in.name, r, err)
 	}
@@ -209,7 +266,7 @@ func (db *DB) ReadRange(ctx context.Context, ci *source.CaptureInstance, r keyra
 	if batch <= 0 {
 		batch = DefaultBatchRows
 	}
-	scan := db.startScan(in, pieces, opts)
+	scan := db.startScan(in, a, pieces, opts)
 	page := 0
 	rd := newReader(ctx, schema, func(rd *reader) (int, error) {
 		limit, err := db.reserveRows(batch)
@@ -261,7 +318,8 @@ func (db *DB) ScanPieces(ctx context.Context, ci *source.CaptureInstance, pieces
 	if err != nil {
 		return nil, err
 	}
-	compiled, err := in.t.compile(pieces)
+	a := in.t.accessFor(ci)
+	compiled, err := a.compile(pieces)
 	if err != nil {
 		return nil, fmt.Errorf("fake: ScanPieces %s: %w", in.name, err)
 	}
@@ -269,7 +327,7 @@ func (db *DB) ScanPieces(ctx context.Context, ci *source.CaptureInstance, pieces
 	if batch <= 0 {
 		batch = DefaultBatchRows
 	}
-	return &RowCursor{ctx: ctx, db: db, in: in, scan: db.startScan(in, compiled, opts), batch: batch}, nil
+	return &RowCursor{ctx: ctx, db: db, in: in, scan: db.startScan(in, a, compiled, opts), batch: batch}, nil
 }
 
 // Next returns the next row, or false at the end or on an error (Err).
@@ -321,6 +379,12 @@ func (c *RowCursor) Err() error { return c.err }
 // merged in key order. The merge reads the first row of every non-empty
 // piece and then rows in key order until it has k + 1; every row read counts
 // in Stats.KeysExamined. iso makes no difference to one statement here.
+//
+// A key that is not unique (ci.UniqueKey false, a SplitOn copy) seeks as
+// source/sqlserver's statement does: the smallest key at or above that
+// (k+1)-th key v and above from (a nil from counts as NULL), found by one
+// more seek that reads one row, so a bound never equals from and a run of
+// duplicates stays in one range.
 func (db *DB) SeekKey(ctx context.Context, ci *source.CaptureInstance, iso source.Isolation, from keyrange.Tuple, k int64) (keyrange.Tuple, bool, error) {
 	if err := db.enter(ctx, OpSeekKey); err != nil {
 		return nil, false, err
@@ -333,27 +397,37 @@ func (db *DB) SeekKey(ctx context.Context, ci *source.CaptureInstance, iso sourc
 		return nil, false, err
 	}
 	t := in.t
-	pieces, err := t.compilePieces(keyrange.Range{Lower: from})
+	a := t.accessFor(ci)
+	if len(a.keyCols) == 0 {
+		return nil, false, fmt.Errorf("fake: SeekKey %s: no key to seek on %s", in.name, a.unusable)
+	}
+	pieces, err := a.compilePieces(keyrange.Range{Lower: from})
 	if err != nil {
 		return nil, false, fmt.Errorf("fake: SeekKey %s: %w", in.name, err)
 	}
-	rs := t.rows.Load()
+	table := t.rows.Load()
+	rs := a.rows(table)
 	want := k + 1
 	var got, examined int64
 	var found *row
 	for i := range pieces {
 		p := &pieces[i]
-		start, end := p.bounds(t.order, rs)
+		start, end := p.bounds(a.order, rs)
+		if a.scan {
+			examined += int64(table.n)
+		}
 		if found != nil {
-			if start.less(end) {
+			if start.less(end) && !a.scan {
 				examined++ // the merge read this piece's first row
 			}
 			continue
 		}
 		for q := start; q.less(end); q = rs.next(q) {
 			row := rs.at(q)
-			examined++
-			if !p.keep(t.order, row.key) {
+			if !a.scan {
+				examined++
+			}
+			if !p.keep(a.order, row.key) {
 				continue
 			}
 			if got++; got == want {
@@ -362,16 +436,45 @@ func (db *DB) SeekKey(ctx context.Context, ci *source.CaptureInstance, iso sourc
 			}
 		}
 	}
+	if found != nil && !a.unique {
+		found, examined = a.beyond(rs, found, from, examined)
+	}
 	t.stats.seeks.Add(1)
 	t.stats.keysExamined.Add(examined)
 	if found == nil {
 		return nil, false, nil
 	}
-	return t.keyOf(found.vals), true, nil
+	return a.keyOf(found.vals), true, nil
 }
 
-// IntKeyBounds implements source.Source: MIN and MAX of the table's single
-// integer key column, NULLs ignored. It is not counted in Stats.
+// beyond returns the first row of rs whose key is at or above v's and
+// above from (nil from: above NULL), or nil; examined counts the row the
+// seek reads (all of the table's when the access scans).
+func (a *access) beyond(rs *rowset, v *row, from keyrange.Tuple, examined int64) (*row, int64) {
+	n := len(a.keyCols)
+	lower := make([]any, n)
+	for i := range lower {
+		if i < len(from) {
+			lower[i] = a.order[i].normalize(from[i])
+		}
+	}
+	vkey := v.key[:n]
+	p := rs.search(func(r *row) bool {
+		return a.order.compare(r.key[:n], vkey) >= 0 && a.order.compare(r.key[:n], lower) > 0
+	})
+	if a.scan {
+		examined += int64(a.t.rows.Load().n)
+	} else if p != rs.end() {
+		examined++
+	}
+	if p == rs.end() {
+		return nil, examined
+	}
+	return rs.at(p), examined
+}
+
+// IntKeyBounds implements source.Source: MIN and MAX of ci's single integer
+// key column, NULLs ignored. It is not counted in Stats.
 func (db *DB) IntKeyBounds(ctx context.Context, ci *source.CaptureInstance) (int64, int64, bool, error) {
 	if err := db.enter(ctx, OpIntKeyBounds); err != nil {
 		return 0, 0, false, err
@@ -380,11 +483,11 @@ func (db *DB) IntKeyBounds(ctx context.Context, ci *source.CaptureInstance) (int
 	if err != nil {
 		return 0, 0, false, err
 	}
-	t := in.t
-	if len(t.keyCols) != 1 || t.keyCols[0].Kind != keyrange.KindInt {
-		return 0, 0, false, fmt.Errorf("fake: IntKeyBounds %s: the key %s is not one integer column", in.name, t.describeOrder())
+	a := in.t.accessFor(ci)
+	if len(a.keyCols) != 1 || a.keyCols[0].Kind != keyrange.KindInt {
+		return 0, 0, false, fmt.Errorf("fake: IntKeyBounds %s: the key %v is not one integer column", in.name, ci.Key)
 	}
-	rs := t.rows.Load()
+	rs := a.rows(in.t.rows.Load())
 	p := rs.search(func(r *row) bool { return r.key[0] != nil })
 	if p == rs.end() {
 		return 0, 0, false, nil

@@ -3,9 +3,11 @@
 //
 // It is pure Go with no SQL text: a source renders a Piece in its own
 // dialect, and the fake CDC database evaluates the same Piece in Go. A key is
-// every column of the capture instance's unique index, compared as SQL
-// Server compares them (see Compare): NULL first, strings by their column's
-// collation with trailing spaces ignored.
+// every column of the capture instance's unique index, or one split column
+// whose values may repeat, compared as SQL Server compares them (see
+// Compare): NULL first, strings by their column's collation with trailing
+// spaces ignored. Ranges are of values, so they hold every row exactly
+// once whether or not keys repeat.
 //
 // A Range is [Lower, Upper): the lower bound inclusive, the upper exclusive,
 // nil for open. The first range of a plan is open below (and so takes NULL

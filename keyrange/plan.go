@@ -112,7 +112,11 @@ func UniformRanges(min, max int64, n int) []Range {
 type Seeker interface {
 	// SeekKey returns the key k rows after from: the (k+1)-th key at or
 	// after from in key order, or with from nil the (k+1)-th key of the
-	// table. ok is false when fewer keys remain.
+	// table. ok is false when fewer keys remain. Over a key whose values
+	// repeat (a split column) a source returns instead a key above from
+	// (source.Source.SeekKey), so bounds strictly increase; ranges cut at
+	// values hold every row once either way, but NTILE sizes are then
+	// only approximate.
 	SeekKey(ctx context.Context, from Tuple, k int64) (key Tuple, ok bool, err error)
 }
 

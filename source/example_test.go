@@ -43,3 +43,29 @@ func ExampleColumn_ArrowType() {
 	// uniqueidentifier  utf8
 	// tinyint           int16
 }
+
+// ExampleCaptureInstance_SplitOn shows a heap without a unique index, as a
+// source describes it, read by a split column instead: the copy is keyed
+// by the column, through the index that leads with it, whose values
+// repeat.
+func ExampleCaptureInstance_SplitOn() {
+	ci := &source.CaptureInstance{
+		Name: "dbo_events", SourceSchema: "dbo", SourceTable: "events",
+		Columns: []source.Column{{Name: "region", Type: "int", Nullable: true}, {Name: "payload", Type: "nvarchar", Length: -1, Nullable: true}},
+		Indexes: []source.Index{{Name: "IX_events_region_day", Columns: []string{"region", "day"}}, {Name: "IX_events_region", Columns: []string{"region"}}},
+		Heap:    true,
+	}
+	fmt.Println("key:", ci.Key, "heap:", ci.Heap)
+	split, err := ci.SplitOn("region")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("key:", split.Key, "index:", split.KeyIndex.Name, "unique:", split.UniqueKey())
+	_, err = ci.SplitOn("payload")
+	fmt.Println(errors.Is(err, source.ErrNoSplitIndex))
+	// Output:
+	// key: [] heap: true
+	// key: [region] index: IX_events_region unique: false
+	// true
+}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -153,21 +154,112 @@ type CaptureInstance struct {
 	// Columns are the captured columns in ordinal order.
 	Columns []Column `json:"columns"`
 	// Key names the columns of the instance's unique index, in index order
-	// (index_column_list); empty when the instance has none.
+	// (index_column_list); empty when the instance has none. A copy made
+	// by SplitOn has one column of another index instead, unique or not.
 	Key []string `json:"key"`
-	// KeyIndex describes that index when the source knows it.
+	// KeyIndex describes the index Key comes from, when the source knows
+	// it.
 	KeyIndex *Index `json:"key_index,omitempty"`
+	// Indexes are the table's B-tree indexes a range read can seek on
+	// (sys.indexes types 1 and 2, neither disabled, hypothetical nor
+	// filtered), clustered first, then by name; nil when the source does
+	// not know them (a login that may not see the table's metadata, or a
+	// plan written before indexes were described). See SplitOn.
+	Indexes []Index `json:"indexes,omitempty"`
+	// Heap is true when the source saw that the table has no clustered
+	// index (sys.indexes index_id 0): its rows have no order to seek
+	// on, so a range read of a nonclustered index costs a lookup per row.
+	// False also when the source does not know.
+	Heap bool `json:"heap,omitempty"`
 }
 
-// Index describes the unique index a capture instance's key comes from.
+// Index describes one index of a capture instance's table.
 type Index struct {
-	// Name is the index's name (index_name of
-	// sys.sp_cdc_help_change_data_capture).
+	// Name is the index's name (sys.indexes.name; index_name of
+	// sys.sp_cdc_help_change_data_capture for the instance's own).
 	Name string `json:"name"`
+	// Columns are the index's key columns in key order (not its included
+	// columns); nil when the source did not read them.
+	Columns []string `json:"columns,omitempty"`
+	// Unique is true for a unique index, primary key or unique
+	// constraint. The index of a capture instance's own key is always
+	// unique; a split column's index need not be (see SplitOn and
+	// CaptureInstance.UniqueKey).
+	Unique bool `json:"unique"`
 	// Clustered is true for the table's clustered index: a key range of it
 	// is one seek that reads only its rows. A range of a nonclustered index
 	// is a seek plus a key lookup per row, or a scan of the table.
 	Clustered bool `json:"clustered"`
+}
+
+// ErrNoSplitIndex means a split column asked for is not the leading
+// column of any index the source described (see SplitOn).
+var ErrNoSplitIndex = errors.New("no index leads with the split column")
+
+// UniqueKey reports whether ci's key identifies one row: true unless
+// KeyIndex says otherwise, because the index is not unique or because the
+// key is only a prefix of its columns (a SplitOn copy). Sources seek on a
+// key that is not unique so that ranges stay complementary and every seek
+// moves past the duplicates of its start (see Source.SeekKey).
+func (ci *CaptureInstance) UniqueKey() bool {
+	ix := ci.KeyIndex
+	return ix == nil || ix.Unique && len(ci.Key) >= len(ix.Columns)
+}
+
+// SplitOn returns a copy of ci whose key is the one column called column
+// and whose KeyIndex is the index that seeks on it: among Indexes whose
+// first key column is column, the clustered one, else the one with the
+// fewest columns, a unique one first (then by name). The copy reads, plans and
+// seeks by that column with the Source methods as the original does by its
+// key; keys of a non-unique column repeat, and a source's ranges over it
+// still hold every row exactly once (NULLs in the first). The column must
+// be captured and not computed (CDC writes NULL for a computed column);
+// no index leading with it is an error wrapping ErrNoSplitIndex (a range
+// of an unindexed column scans the whole table per range).
+func (ci *CaptureInstance) SplitOn(column string) (*CaptureInstance, error) {
+	c, ok := ci.Column(column)
+	if !ok {
+		return nil, fmt.Errorf("capture instance %q: split column %q is not captured", ci.Name, column)
+	}
+	if c.Computed {
+		return nil, fmt.Errorf("capture instance %q: split column %q is computed: CDC writes NULL for it in change rows", ci.Name, column)
+	}
+	best := -1
+	better := func(a, b Index) bool {
+		if a.Clustered != b.Clustered {
+			return a.Clustered // no key lookup per row
+		}
+		if len(a.Columns) != len(b.Columns) {
+			return len(a.Columns) < len(b.Columns) // narrower entries
+		}
+		if a.Unique != b.Unique {
+			return a.Unique
+		}
+		return a.Name < b.Name
+	}
+	for i, ix := range ci.Indexes {
+		if len(ix.Columns) == 0 || ix.Columns[0] != column {
+			continue
+		}
+		if best < 0 || better(ix, ci.Indexes[best]) {
+			best = i
+		}
+	}
+	if best < 0 {
+		var lead []string
+		for _, ix := range ci.Indexes {
+			if len(ix.Columns) > 0 {
+				lead = append(lead, ix.Columns[0])
+			}
+		}
+		return nil, fmt.Errorf("capture instance %q: split column %q: %w (indexes lead with: %s)", ci.Name, column, ErrNoSplitIndex, strings.Join(lead, ", "))
+	}
+	ix := ci.Indexes[best]
+	ix.Columns = slices.Clone(ix.Columns)
+	cp := *ci
+	cp.Key = []string{column}
+	cp.KeyIndex = &ix
+	return &cp, nil
 }
 
 // KeyColumns returns the key as keyrange needs it.
@@ -200,7 +292,40 @@ type ReadOptions struct {
 	// BatchRows caps the rows per record batch; zero means the source's
 	// default.
 	BatchRows int
+	// NotBefore, when not zero, is a max LSN the plan saw (the
+	// sys.fn_cdc_get_max_lsn() value L0 was taken from): the read must
+	// see a database at least that recent. A source whose connections can
+	// land on different replicas (a readable secondary behind an
+	// availability group listener with read-only routing, each replica
+	// with its own redo lag) checks it on the connection that reads, and
+	// returns a *ReplicaBehindError instead of a state older than the
+	// plan's, whose rows the stream, starting after L0, would never bring.
+	// Zero checks nothing.
+	NotBefore lsn.LSN
 }
+
+// ErrReplicaBehind means a read landed on a replica that has not yet
+// applied the log up to the LSN the read must see (ReadOptions.NotBefore).
+// Errors that wrap it are *ReplicaBehindError; retrying later, or on
+// another connection, can succeed.
+var ErrReplicaBehind = errors.New("the replica read from is behind the snapshot's LSN")
+
+// ReplicaBehindError reports a read refused because its replica's max LSN
+// is below ReadOptions.NotBefore. It wraps ErrReplicaBehind.
+type ReplicaBehindError struct {
+	CaptureInstance string
+	// Need is ReadOptions.NotBefore; Have is the replica's
+	// sys.fn_cdc_get_max_lsn() (zero for NULL).
+	Need, Have lsn.LSN
+}
+
+// Error implements error.
+func (e *ReplicaBehindError) Error() string {
+	return fmt.Sprintf("capture instance %q: the replica read from has max LSN %s, below the snapshot's %s: %v", e.CaptureInstance, e.Have, e.Need, ErrReplicaBehind)
+}
+
+// Unwrap returns ErrReplicaBehind.
+func (e *ReplicaBehindError) Unwrap() error { return ErrReplicaBehind }
 
 // Source is a CDC database as a snapshot uses it. Implementations must be
 // safe for concurrent use: partitions are read in parallel.
@@ -239,6 +364,13 @@ type Source interface {
 
 	// SeekKey returns the key k rows after from (see keyrange.Seeker), read
 	// under iso with a TOP (k + 1) per seekable piece of [from, +inf).
+	// When keys repeat (ci.UniqueKey false) the (k+1)-th key v can equal
+	// from, and a bound equal to from would plan an empty range and make
+	// no progress: SeekKey then returns the smallest key that is both at
+	// or above v and above from (a nil from counts as NULL, so the bound
+	// is never NULL and NULL keys stay in the first range), and ok is false
+	// when there is none. Ranges cut at such bounds still hold every row
+	// exactly once; a run of one value longer than k stays in one range.
 	SeekKey(ctx context.Context, ci *CaptureInstance, iso Isolation, from keyrange.Tuple, k int64) (keyrange.Tuple, bool, error)
 
 	// ReadRange streams the current rows of ci's source table whose key lies

@@ -113,3 +113,43 @@ func TestChangeSchema(t *testing.T) {
 		t.Fatalf("_commit_ts is %s", s.Field(5).Type)
 	}
 }
+
+// TestSplitOn: the index a split picks (clustered, then the fewest
+// columns, then unique, then by name), the errors, and which keys are
+// unique.
+func TestSplitOn(t *testing.T) {
+	ci := &source.CaptureInstance{Name: "ci",
+		Columns: []source.Column{{Name: "a", Type: "int"}, {Name: "b", Type: "int"}, {Name: "c", Type: "int", Computed: true}, {Name: "d", Type: "int"}},
+		Key:     []string{"a"}, KeyIndex: &source.Index{Name: "PK", Columns: []string{"a"}, Unique: true, Clustered: true},
+		Indexes: []source.Index{
+			{Name: "PK", Columns: []string{"a"}, Unique: true, Clustered: true},
+			{Name: "IX_b_a", Columns: []string{"b", "a"}},
+			{Name: "UX_b_d", Columns: []string{"b", "d"}, Unique: true},
+			{Name: "IX_b", Columns: []string{"b"}},
+			{Name: "IX_a_b", Columns: []string{"a", "b"}},
+			{Name: "IX_c", Columns: []string{"c"}},
+		}}
+	for _, c := range []struct {
+		col, index string
+		unique     bool
+	}{{"a", "PK", true}, {"b", "IX_b", false}} {
+		s, err := ci.SplitOn(c.col)
+		if err != nil || s.KeyIndex.Name != c.index || len(s.Key) != 1 || s.Key[0] != c.col || s.UniqueKey() != c.unique {
+			t.Errorf("SplitOn(%s) = %+v, %v; want index %s, unique %v", c.col, s, err, c.index, c.unique)
+		}
+	}
+	if !ci.UniqueKey() || ci.KeyIndex.Name != "PK" || ci.Key[0] != "a" {
+		t.Errorf("the original changed: %+v", ci)
+	}
+	if _, err := ci.SplitOn("d"); !errors.Is(err, source.ErrNoSplitIndex) || !strings.Contains(err.Error(), "a, b, b, b, a, c") {
+		t.Errorf("SplitOn(d): %v, want ErrNoSplitIndex naming the leading columns", err)
+	}
+	for _, col := range []string{"c", "x"} {
+		if _, err := ci.SplitOn(col); err == nil || errors.Is(err, source.ErrNoSplitIndex) {
+			t.Errorf("SplitOn(%s): %v, want an error (computed or not captured)", col, err)
+		}
+	}
+	if (&source.CaptureInstance{Key: []string{"b"}}).UniqueKey() != true {
+		t.Error("a key with no KeyIndex is unique (a capture instance's own)")
+	}
+}

@@ -67,6 +67,16 @@ var CapturedColumnsBefore2017 = func() []Column {
 	return c
 }()
 
+// Indexes is the result of source/sqlserver's IndexesStatement over the
+// catalog views (FACTS.md F36, F55): sys.indexes index_id int, name sysname
+// (NULL for the heap's row), type tinyint, is_unique bit;
+// sys.index_columns key_ordinal tinyint; sys.columns name sysname, as
+// column_name.
+var Indexes = []Column{
+	{Name: "index_id", Type: "int"}, {Name: "name", Type: "sysname"}, {Name: "type", Type: "tinyint"},
+	{Name: "is_unique", Type: "bit"}, {Name: "key_ordinal", Type: "tinyint"}, {Name: "column_name", Type: "sysname"},
+}
+
 // SpaceUsed is the result of sp_spaceused @objname (FACTS.md F16).
 var SpaceUsed = []Column{
 	{"name", "nvarchar(128)"}, {"rows", "char(20)"}, {"reserved", "varchar(18)"},

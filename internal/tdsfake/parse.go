@@ -549,6 +549,31 @@ func parseSeek(sql string) (seekRead, error) {
 	return r, nil
 }
 
+// parseSeekBeyond reads SeekKeyStatement's text for a key that is not
+// unique: "SELECT <outer> FROM (SELECT [s].[k]" + the unique seek's body
+// + ") AS [v]\nCROSS APPLY (...) AS [n]". It returns the outer select list
+// (one key column, possibly cast) and the (k+1)-th key's seek, whose
+// pieces say from.
+func parseSeekBeyond(sql string) ([]selected, seekRead, error) {
+	head, rest, ok := strings.Cut(sql, " FROM (SELECT ")
+	if !ok || !strings.HasPrefix(head, "SELECT ") {
+		return nil, seekRead{}, fmt.Errorf("want SELECT ... FROM (SELECT")
+	}
+	inner, _, ok := strings.Cut(rest, ") AS [v]\nCROSS APPLY (")
+	if !ok {
+		return nil, seekRead{}, fmt.Errorf("want ) AS [v] CROSS APPLY (")
+	}
+	outer, err := parseSelectList(strings.TrimPrefix(head, "SELECT "))
+	if err != nil {
+		return nil, seekRead{}, err
+	}
+	if len(outer) != 1 {
+		return nil, seekRead{}, fmt.Errorf("want one key column, have %d", len(outer))
+	}
+	r, err := parseSeek("SELECT " + inner)
+	return outer, r, err
+}
+
 // changeRead is a parsed ChangeTableStatement or ChangesStatement.
 type changeRead struct {
 	instance    string // the capture instance

@@ -150,6 +150,17 @@ func FuzzStatementParsers(f *testing.F) {
 	if st, err := sqlserver.ChangeTableStatement(ci, lsnOne, lsnOne); err == nil {
 		f.Add(st.SQL, int64(0), "")
 	}
+	split, err := ci.SplitOn("b")
+	if err != nil {
+		cp := *ci
+		cp.Key, cp.KeyIndex = []string{"b"}, &source.Index{Name: "IX_b", Columns: []string{"b"}}
+		split = &cp
+	}
+	for _, from := range []keyrange.Tuple{nil, {nil}, {"n"}} {
+		if st, err := sqlserver.SeekKeyStatement(split, from, 4); err == nil {
+			f.Add(st.SQL, int64(4), "n")
+		}
+	}
 	f.Fuzz(func(t *testing.T, sql string, n int64, s string) {
 		tb, err := newTable(ci)
 		if err != nil {
@@ -176,6 +187,12 @@ func FuzzStatementParsers(f *testing.F) {
 			for _, w := range r.where {
 				_, _, _ = tb.parsePiece(w, a)
 			}
+		}
+		if outer, r, err := parseSeekBeyond(sql); err == nil {
+			if len(outer) != 1 {
+				t.Fatalf("parseSeekBeyond accepted %d key columns", len(outer))
+			}
+			_ = columnsNamed(r.where)
 		}
 		_, _ = parseChanges(sql)
 		_, _ = parseSelectList(sql)
@@ -205,5 +222,36 @@ func TestMaxLengthOfScaledTypes(t *testing.T) {
 		if got := maxLength(source.Column{Type: c.typ, Precision: c.prec, Scale: c.scale}); got != c.want {
 			t.Errorf("max_length of %s(%d, %d) = %d, want %d", c.typ, c.prec, c.scale, got, c.want)
 		}
+	}
+}
+
+// TestParseSeekBeyond: the seek of a key that is not unique reads back as
+// its key column, its (k+1)-th seek's pieces on that column and the
+// offset parameter; a unique seek is not taken for it.
+func TestParseSeekBeyond(t *testing.T) {
+	ci := &source.CaptureInstance{Name: "dbo_t", SourceSchema: "dbo", SourceTable: "t", Key: []string{"a"}, Columns: []source.Column{
+		{Name: "a", Type: "int"}, {Name: "b", Type: "varchar", Length: 8, Collation: "Latin1_General_100_CI_AS_SC_UTF8", CodePage: 65001, Nullable: true}}}
+	cp := *ci
+	cp.Key, cp.KeyIndex = []string{"b"}, &source.Index{Name: "IX_b", Columns: []string{"b"}}
+	st, err := sqlserver.SeekKeyStatement(&cp, keyrange.Tuple{"n"}, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outer, r, err := parseSeekBeyond(st.SQL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outer) != 1 || outer[0].Name != "b" || outer[0].Cast != "nvarchar(8)" || r.schema != "dbo" || r.name != "t" || r.offset != "@p3" {
+		t.Fatalf("parsed %+v, %+v", outer, r)
+	}
+	if got := columnsNamed(r.where); len(got) != 1 || got[0] != "b" {
+		t.Fatalf("the pieces name %v, want [b]", got)
+	}
+	unique, err := sqlserver.SeekKeyStatement(ci, keyrange.Tuple{int64(3)}, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := parseSeekBeyond(unique.SQL); err == nil {
+		t.Fatal("a unique seek parsed as the seek of a key that is not unique")
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,6 +63,12 @@ type Options struct {
 	// its text: a test's hook to change the fake between the statements of
 	// one source call (a cleanup between a check and a read, say).
 	BeforeServe func(ctx context.Context, sql string)
+	// ReplicaMaxLSN, when set, stands for the replica a connection
+	// reached: for each connection (by its id and login) it may return the
+	// sys.fn_cdc_get_max_lsn() that replica shows and true, as a readable
+	// secondary whose redo lags the primary answers (FACTS.md F56), or
+	// false for the fake's own. Only that answer lags: rows are the fake's.
+	ReplicaMaxLSN func(conn uint64, login tdsserver.Login) (lsn.LSN, bool)
 }
 
 // Server is a fake.DB served over TDS on a loopback port.
@@ -108,7 +115,7 @@ var (
 	sqlList         = sqlserver.ListCaptureInstancesStatement().SQL
 	sqlCaptured     = sqlserver.CapturedColumnsStatement("").SQL
 	sqlColumns      = sqlserver.ColumnsStatement(0).SQL
-	sqlKeyIndex     = sqlserver.KeyIndexStatement(0, "").SQL
+	sqlIndexes      = sqlserver.IndexesStatement(0).SQL
 	sqlProbe        = sqlserver.GUIDProbeStatement().SQL
 	sqlNow          = sqlserver.ServerNowStatement().SQL
 	sqlMaxLSN       = sqlserver.MaxLSNStatement().SQL
@@ -155,11 +162,8 @@ func (h *handler) serve(ctx context.Context, req *tdsserver.Request, w *tdsserve
 		return h.captured(ctx, a, w)
 	case sql == sqlColumns:
 		return h.columns(ctx, a, w)
-	case sql == sqlKeyIndex:
-		if err := w.Columns(docColumns(mssqldocsIndexes)); err != nil {
-			return err
-		}
-		return w.Row(int64(1), "CLUSTERED")
+	case sql == sqlIndexes:
+		return h.indexes(ctx, a, w)
 	case sql == sqlProbe:
 		return h.probe(a, w)
 	case sql == sqlPing:
@@ -176,6 +180,11 @@ func (h *handler) serve(ctx context.Context, req *tdsserver.Request, w *tdsserve
 		}
 		return w.Row(time.Now().UTC().Truncate(100 * time.Nanosecond).In(time.FixedZone("", 0)))
 	case sql == sqlMaxLSN:
+		if h.opts.ReplicaMaxLSN != nil {
+			if l, ok := h.opts.ReplicaMaxLSN(req.ConnID, req.Login); ok {
+				return writeMaxLSN(w, l)
+			}
+		}
 		return h.maxLSN(ctx, w)
 	case sql == sqlMinLSN:
 		return h.minLSN(ctx, a, w)
@@ -187,6 +196,8 @@ func (h *handler) serve(ctx context.Context, req *tdsserver.Request, w *tdsserve
 		return h.intKeyBounds(ctx, sql, w)
 	case strings.Contains(sql, " FROM [cdc]."):
 		return h.changes(ctx, sql, a, w)
+	case strings.Contains(sql, ") AS [v]\nCROSS APPLY ("):
+		return h.seekBeyond(ctx, req.ConnID, sql, a, w)
 	case strings.HasSuffix(sql, " ROWS FETCH NEXT 1 ROWS ONLY"):
 		return h.seek(ctx, req.ConnID, sql, a, w)
 	case strings.HasPrefix(sql, "SELECT "):
@@ -195,9 +206,61 @@ func (h *handler) serve(ctx context.Context, req *tdsserver.Request, w *tdsserve
 	return fmt.Errorf("tdsfake: not a statement source/sqlserver sends: %q", clip(sql))
 }
 
-// mssqldocsIndexes is KeyIndexStatement's result: sys.indexes type tinyint
-// and type_desc nvarchar(60) (FACTS.md F36).
-var mssqldocsIndexes = []mssqldocs.Column{{Name: "type", Type: "tinyint"}, {Name: "type_desc", Type: "nvarchar(60)"}}
+// indexes answers IndexesStatement for the table whose object id is @p1:
+// its heap row when it has no clustered index, then each index's key
+// columns, index_id 1 for the clustered one. A table whose capture
+// instances hide a collation (the login may not see its metadata, as
+// columns answers) has no rows.
+func (h *handler) indexes(ctx context.Context, a args, w *tdsserver.ResponseWriter) error {
+	id, err := a.get("@p1")
+	if err != nil {
+		return err
+	}
+	cis, err := h.instances(ctx)
+	if err != nil {
+		return err
+	}
+	if err := w.Columns(docColumns(mssqldocs.Indexes)); err != nil {
+		return err
+	}
+	for _, ci := range cis {
+		if objectID(ci.SourceSchema, ci.SourceTable) != id {
+			continue
+		}
+		info, err := h.db.Table(ci.SourceSchema, ci.SourceTable)
+		if err != nil {
+			return err
+		}
+		for _, c := range ci.Columns {
+			for _, tc := range info.Columns {
+				if tc.Name == c.Name && tc.Collation != c.Collation {
+					return nil // hidden: no rows
+				}
+			}
+		}
+		if ci.Heap {
+			if err := w.Row(int64(0), nil, int64(0), false, nil, nil); err != nil {
+				return err
+			}
+		}
+		next := int64(2)
+		for _, ix := range ci.Indexes {
+			n, typ := next, int64(2)
+			if ix.Clustered {
+				n, typ = 1, 1
+			} else {
+				next++
+			}
+			for k, c := range ix.Columns {
+				if err := w.Row(n, ix.Name, typ, ix.Unique, int64(k+1), c); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return nil
+}
 
 // docColumns turns documented columns into result columns, every one
 // nullable (the procedures' results are).
@@ -253,11 +316,19 @@ func quotedList(names []string) string {
 	return strings.Join(q, ", ")
 }
 
-// list answers sys.sp_cdc_help_change_data_capture (FACTS.md F01).
+// list answers sys.sp_cdc_help_change_data_capture (FACTS.md F01): the
+// instances the fake lists (fake.DB.ListCaptureInstances, so its faults
+// and DenyChanges apply), each described for the columns its row holds.
 func (h *handler) list(ctx context.Context, w *tdsserver.ResponseWriter) error {
-	cis, err := h.instances(ctx)
+	listed, err := h.db.ListCaptureInstances(ctx)
 	if err != nil {
 		return err
+	}
+	cis := make([]*source.CaptureInstance, len(listed))
+	for i, l := range listed {
+		if cis[i], err = h.db.CaptureInstance(ctx, l.Name); err != nil {
+			return err
+		}
 	}
 	if err := w.Columns(docColumns(mssqldocs.HelpChangeDataCapture)); err != nil {
 		return err
@@ -274,6 +345,9 @@ func (h *handler) list(ctx context.Context, w *tdsserver.ResponseWriter) error {
 		}
 		if len(ci.Key) > 0 {
 			index, keys = "PK_"+ci.SourceTable, quotedList(ci.Key)
+			if ci.KeyIndex != nil {
+				index = ci.KeyIndex.Name
+			}
 		}
 		if err := w.Row(ci.SourceSchema, ci.SourceTable, ci.Name, id+1000, id, start, nil,
 			len(ci.Key) > 0, nil, nil, index, nil, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), keys, quotedList(captured)); err != nil {
@@ -460,6 +534,11 @@ func (h *handler) maxLSN(ctx context.Context, w *tdsserver.ResponseWriter) error
 	if err != nil {
 		return err
 	}
+	return writeMaxLSN(w, l)
+}
+
+// writeMaxLSN answers sys.fn_cdc_get_max_lsn() with l, NULL for zero.
+func writeMaxLSN(w *tdsserver.ResponseWriter, l lsn.LSN) error {
 	if err := w.Columns(lsnColumn("")); err != nil {
 		return err
 	}
@@ -560,6 +639,11 @@ func (h *handler) intKeyBounds(ctx context.Context, sql string, w *tdsserver.Res
 	if err != nil {
 		return err
 	}
+	col, _, err := unquote(strings.TrimPrefix(sql, "SELECT (SELECT MIN("))
+	if err != nil {
+		return fmt.Errorf("tdsfake: MIN/MAX: %w", err)
+	}
+	ci = keyedBy(ci, []string{col})
 	lo, hi, ok, err := h.db.IntKeyBounds(ctx, ci)
 	if err != nil {
 		return err
@@ -655,6 +739,7 @@ func (h *handler) read(ctx context.Context, conn uint64, schema, name string, se
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	ci = keyedBy(ci, columnsNamed(wheres))
 	info, err := h.db.Table(ci.SourceSchema, ci.SourceTable)
 	if err != nil {
 		return nil, nil, nil, err
@@ -836,4 +921,88 @@ func (h *handler) changes(ctx context.Context, sql string, a args, w *tdsserver.
 		}
 	}
 	return nil
+}
+
+// columnsNamed returns the bracket-quoted names the WHERE clauses compare,
+// in order of first appearance: the key columns a read's pieces bound.
+func columnsNamed(wheres []string) []string {
+	var out []string
+	for _, w := range wheres {
+		for i := 0; i < len(w); i++ {
+			if w[i] != '[' {
+				continue
+			}
+			j := closeBracket(w, i)
+			if j < 0 {
+				break
+			}
+			n := strings.ReplaceAll(w[i+1:j], "]]", "]")
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+			i = j
+		}
+	}
+	return out
+}
+
+// keyedBy returns ci when names are a prefix of its key, else the copy a
+// snapshot reads a split column with (source.CaptureInstance.SplitOn),
+// or, for columns no index leads with, a copy keyed by them.
+func keyedBy(ci *source.CaptureInstance, names []string) *source.CaptureInstance {
+	if len(names) <= len(ci.Key) && slices.Equal(names, ci.Key[:len(names)]) {
+		return ci
+	}
+	if len(names) == 1 {
+		if split, err := ci.SplitOn(names[0]); err == nil {
+			return split
+		}
+	}
+	cp := *ci
+	cp.Key, cp.KeyIndex = names, &source.Index{Name: "none", Columns: names}
+	return &cp
+}
+
+// seekBeyond answers SeekKeyStatement for a key that is not unique: the
+// (k+1)-th key v of [from, +inf), then the smallest key at or above v
+// and above from (fake.DB.SeekKey's rule for such a key).
+func (h *handler) seekBeyond(ctx context.Context, conn uint64, sql string, a args, w *tdsserver.ResponseWriter) error {
+	outer, r, err := parseSeekBeyond(sql)
+	if err != nil {
+		return fmt.Errorf("tdsfake: %w in %q", err, clip(sql))
+	}
+	off, err := a.get(r.offset)
+	if err != nil {
+		return err
+	}
+	k, _ := off.(int64)
+	ci, err := h.onTable(ctx, r.schema, r.name)
+	if err != nil {
+		return err
+	}
+	info, err := h.db.Table(ci.SourceSchema, ci.SourceTable)
+	if err != nil {
+		return err
+	}
+	split := keyedBy(ci, []string{outer[0].Name})
+	ps, err := pieces(split, r.where, a)
+	if err != nil {
+		return fmt.Errorf("tdsfake: %w in %q", err, clip(sql))
+	}
+	var from keyrange.Tuple
+	if len(ps) == 1 && ps[0].Lower != nil {
+		from = keyrange.Tuple{ps[0].Lower.Value}
+	}
+	key, found, err := h.db.SeekKey(ctx, split, h.isolation(conn), from, k)
+	if err != nil {
+		return err
+	}
+	cols, _, err := resultColumns(split, info, outer, false)
+	if err != nil {
+		return err
+	}
+	if err := w.Columns(cols); err != nil || !found {
+		return err
+	}
+	return w.Row(wireValue(key[0]))
 }

@@ -92,6 +92,8 @@ type login7 struct {
 	language   string
 	database   string
 	sspi       bool
+	// readOnlyIntent is TypeFlags (byte 26) bit fReadOnlyIntent.
+	readOnlyIntent bool
 }
 
 // login7FixedLen is the fixed part of LOGIN7 up to cbSSPILong.
@@ -156,6 +158,9 @@ func parseLogin7(data []byte) (login7, error) {
 			return l, err
 		}
 	}
+	// TypeFlags: fSQLType (4 bits), fOLEDB, then fReadOnlyIntent (MS-TDS
+	// 2.2.6.4), the bit go-mssqldb sets as fReadOnlyIntent = 32.
+	l.readOnlyIntent = data[26]&0x20 != 0
 	// Integrated security (OptionFlags2 fIntSecurity) or SSPI bytes.
 	l.sspi = data[25]&0x80 != 0 || le.Uint16(data[80:]) != 0
 	return l, nil

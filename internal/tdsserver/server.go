@@ -42,6 +42,13 @@ type Login struct {
 	TDSVersion uint32
 	// PacketSize is the negotiated packet size.
 	PacketSize int
+	// ReadOnlyIntent is LOGIN7's TypeFlags fReadOnlyIntent (0x20, MS-TDS
+	// 2.2.6.4): the client declared a read-only workload, which an
+	// availability group listener routes to a readable secondary.
+	// go-mssqldb sets it for ApplicationIntent=ReadOnly in the DSN
+	// (v1.11.2 msdsn/conn_str.go L522-529, tds.go L426-431 and
+	// prepareLogin L1071-1073).
+	ReadOnlyIntent bool
 }
 
 // Request is one request from a client.
@@ -482,11 +489,11 @@ func (c *conn) handshake() error {
 		db = "master"
 	}
 	c.login = Login{User: l.userName, Database: db, AppName: l.appName, HostName: l.hostName,
-		ServerName: l.serverName, Language: l.language, TDSVersion: l.tdsVersion, PacketSize: size}
+		ServerName: l.serverName, Language: l.language, TDSVersion: l.tdsVersion, PacketSize: size, ReadOnlyIntent: l.readOnlyIntent}
 	if _, err := pw.Write(appendLoginResponse(nil, db, c.s.opts.ServerName, c.s.coll, c.s.ver, size, int(l.packetSize))); err != nil {
 		return err
 	}
-	c.log.Debug("tdsserver: logged in", "user", l.userName, "database", db, "app", l.appName, "packet_size", size)
+	c.log.Debug("tdsserver: logged in", "user", l.userName, "database", db, "app", l.appName, "packet_size", size, "read_only_intent", l.readOnlyIntent)
 	return pw.end()
 }
 

@@ -55,8 +55,28 @@ func TestLogin(t *testing.T) {
 		t.Fatal(err)
 	}
 	reqs := s.Requests()
-	if l := reqs[len(reqs)-1].Login; l.Database != "shop" || l.User != testUser || l.AppName != "go-mssqldb" || l.PacketSize != 4096 || l.TDSVersion != 0x74000004 {
+	if l := reqs[len(reqs)-1].Login; l.Database != "shop" || l.User != testUser || l.AppName != "go-mssqldb" || l.PacketSize != 4096 || l.TDSVersion != 0x74000004 || l.ReadOnlyIntent {
 		t.Errorf("login %+v", l)
+	}
+}
+
+// TestLoginReadOnlyIntent: ApplicationIntent=ReadOnly in the DSN (the
+// value as go-mssqldb compares it, case and all) reaches the handler as
+// LOGIN7's fReadOnlyIntent; any other value, or none, does not.
+func TestLoginReadOnlyIntent(t *testing.T) {
+	for _, c := range []struct {
+		query string
+		want  bool
+	}{{"&ApplicationIntent=ReadOnly", true}, {"&applicationintent=ReadOnly", true}, {"&ApplicationIntent=ReadWrite", false}, {"&ApplicationIntent=readonly", false}, {"", false}} {
+		s := startServer(t, nopHandler)
+		db := openDB(t, s.DSN("shop")+c.query)
+		if _, err := db.Exec("select 1"); err != nil {
+			t.Fatal(err)
+		}
+		reqs := s.Requests()
+		if got := reqs[len(reqs)-1].Login.ReadOnlyIntent; got != c.want {
+			t.Errorf("DSN with %q: ReadOnlyIntent %v, want %v", c.query, got, c.want)
+		}
 	}
 }
 

@@ -20,7 +20,11 @@
 // rows of a range, in ArrowSchema(ci.Columns), batches capped by
 // BatchRows, so that every row lies in exactly one of consecutive ranges
 // built by keyrange.FromBounds, also when ranges are read concurrently,
-// and a canceled context fails the read;
+// and a canceled context fails the read; capture instances list the
+// table's non-unique indexes (Table.Indexes), and split on a column of one
+// of them (source.CaptureInstance.SplitOn), whose values repeat, SeekKey
+// returns a bound above from and ranges still read every row once, NULLs
+// in the first;
 // ReadChanges returns a commit's changes in (start LSN, command id, seqval,
 // operation) order in ChangeSchema(ci.Columns), and a *source.DataLossError
 // below the minimum LSN.
@@ -81,6 +85,17 @@ type Table struct {
 	// Key names the primary key's columns in index order; the capture
 	// instance's index is the primary key.
 	Key []string
+	// Indexes are nonclustered indexes created with the table, which
+	// allow duplicates.
+	Indexes []Index
+}
+
+// Index declares a nonclustered index that is not unique.
+type Index struct {
+	// Name is the index's name.
+	Name string
+	// Columns are its key columns in order.
+	Columns []string
 }
 
 // Row is one row's values in column order, in the Go types of the fake
@@ -119,7 +134,8 @@ type Harness struct {
 	// write.
 	Source source.Source
 
-	// CreateTable creates the table tb with its primary key, inserts rows
+	// CreateTable creates the table tb with its primary key and its
+	// Indexes (nonclustered, not unique), inserts rows
 	// (possibly none) in one transaction, and then enables CDC on it as
 	// the capture instance called instance, capturing every column, with
 	// no further commit: the database is quiet afterwards until Commit.
@@ -170,6 +186,7 @@ func Run(t *testing.T, h Harness) {
 		{"RowCount", s.testRowCount},
 		{"SeekKey", s.testSeekKey},
 		{"ReadRange", s.testReadRange},
+		{"SplitColumn", s.testSplitColumn},
 		{"ReadChanges", s.testReadChanges},
 		{"DataLoss", s.testDataLoss},
 	}
@@ -681,6 +698,153 @@ func (s *suite) testReadRange(t *testing.T) {
 	}
 }
 
+// testSplitColumn: a capture instance lists its table's indexes; split on
+// a nullable column of a non-unique index whose values repeat (and compare
+// equal across case and trailing spaces under the column's collation),
+// SeekKey returns the smallest key at or above the (k+1)-th at or after
+// from and above from (the contract for a key that is not unique), and
+// ranges cut at such bounds read every row exactly once, NULLs in the
+// first; IntKeyBounds of an integer split column is its MIN and MAX.
+func (s *suite) testSplitColumn(t *testing.T) {
+	ctx := t.Context()
+	src := s.h.Source
+	tb := Table{Schema: "dbo", Name: s.newName("splits"), Key: []string{"id"},
+		Columns: []Column{{Name: "id", Type: "bigint"}, {Name: "grp", Type: "varchar(10)", Collation: "Latin1_General_CI_AS", Nullable: true},
+			{Name: "n", Type: "int", Nullable: true}},
+		Indexes: []Index{{Name: "IX_" + s.h.Prefix + "grp", Columns: []string{"grp"}}, {Name: "IX_" + s.h.Prefix + "n", Columns: []string{"n", "grp"}}}}
+	groups := []any{nil, "a", "A ", "b", "B", "c", "d  ", "D"}
+	var rows []Row
+	for i := range 64 {
+		var n any
+		if i%5 != 0 {
+			n = int64(i%7 - 3)
+		}
+		rows = append(rows, Row{int64(i*7 - 100), groups[(i*i+i/3)%len(groups)], n})
+	}
+	f := s.create(t, tb, "", rows)
+	found := 0
+	for _, ix := range f.ci.Indexes {
+		if ix.Name == tb.Indexes[0].Name || ix.Name == tb.Indexes[1].Name {
+			found++
+			if ix.Unique || ix.Clustered {
+				t.Errorf("index %s described as unique %v, clustered %v: it is neither", ix.Name, ix.Unique, ix.Clustered)
+			}
+		}
+	}
+	if found != 2 {
+		t.Fatalf("capture instance %q lists indexes %+v: want %s and %s among them", f.instance, f.ci.Indexes, tb.Indexes[0].Name, tb.Indexes[1].Name)
+	}
+	schema, err := source.ArrowSchema(f.ci.Columns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j, col := range []string{"grp", "n"} {
+		split, err := f.ci.SplitOn(col)
+		if err != nil {
+			t.Fatalf("SplitOn(%q): %v", col, err)
+		}
+		if split.UniqueKey() {
+			t.Fatalf("SplitOn(%q) claims a unique key", col)
+		}
+		sf := *f
+		sf.ci, sf.keyIdx = split, []int{1 + j}
+		if sf.key, err = split.KeyColumns(); err != nil {
+			t.Fatal(err)
+		}
+		kc := sf.key[0]
+		cmpv := func(a, b any) int {
+			c, err := keyrange.Compare(kc, a, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		var vals []any
+		for _, r := range rows {
+			vals = append(vals, r[1+j])
+		}
+		slices.SortStableFunc(vals, cmpv)
+		oracle := func(from keyrange.Tuple, k int) (any, bool) {
+			var at []any
+			for _, v := range vals {
+				if from == nil || cmpv(v, from[0]) >= 0 {
+					at = append(at, v)
+				}
+			}
+			if len(at) <= k {
+				return nil, false
+			}
+			var lo any
+			if from != nil {
+				lo = from[0]
+			}
+			for _, w := range vals {
+				if cmpv(w, at[k]) >= 0 && cmpv(w, lo) > 0 {
+					return w, true
+				}
+			}
+			return nil, false
+		}
+		froms := []keyrange.Tuple{nil, {nil}}
+		for _, v := range vals {
+			if v != nil {
+				froms = append(froms, keyrange.Tuple{v})
+			}
+		}
+		for i, from := range froms {
+			if i > 2 && i%4 != 0 {
+				continue
+			}
+			for _, k := range []int{0, 1, 3, 9, 30, len(rows)} {
+				got, ok, err := src.SeekKey(ctx, split, source.ReadCommitted, from, int64(k))
+				want, wok := oracle(from, k)
+				switch {
+				case err != nil:
+					t.Errorf("split on %s: SeekKey(from %v, %d): %v", col, []any(from), k, err)
+				case ok != wok:
+					t.Errorf("split on %s: SeekKey(from %v, %d) ok %v (%v), want %v (%v)", col, []any(from), k, ok, []any(got), wok, want)
+				case ok && cmpv(got[0], want) != 0:
+					t.Errorf("split on %s: SeekKey(from %v, %d) = %v, want %v", col, []any(from), k, []any(got), want)
+				}
+			}
+		}
+		for _, parts := range []int{2, 3, 6} {
+			ranges, err := keyrange.NTile(ctx, seekerOf{src, split}, int64(len(rows)), parts)
+			if err != nil {
+				t.Fatalf("split on %s: NTile: %v", col, err)
+			}
+			s.checkRanges(t, &sf, ranges, schema, 5, parts == 3)
+			for _, rg := range ranges[1:] {
+				for id, r := range sf.read(t, s, rg, schema) {
+					if r[1+j] == nil {
+						t.Errorf("split on %s: row id %d with a NULL %s read by %s, not the first range", col, id, col, rg)
+					}
+				}
+			}
+		}
+	}
+	n, _ := f.ci.SplitOn("n")
+	lo, hi, ok, err := src.IntKeyBounds(ctx, n)
+	if err != nil || !ok || lo != -3 || hi != 3 {
+		t.Errorf("IntKeyBounds split on n = %d, %d, %v, %v; want -3, 3", lo, hi, ok, err)
+	}
+}
+
+// seekerOf adapts a source and capture instance to keyrange.Seeker.
+type seekerOf struct {
+	src source.Source
+	ci  *source.CaptureInstance
+}
+
+func (k seekerOf) SeekKey(ctx context.Context, from keyrange.Tuple, n int64) (keyrange.Tuple, bool, error) {
+	return k.src.SeekKey(ctx, k.ci, source.ReadCommitted, from, n)
+}
+
+func (f *fixture) read(t *testing.T, s *suite, rg keyrange.Range, schema *arrow.Schema) map[int64]Row {
+	t.Helper()
+	return s.read(t, f, rg, 0, schema)
+}
+
 // checkCanceled reads with a canceled context: the read must fail, from
 // ReadRange or from the reader's Err, and not return every row as if it
 // had succeeded.
@@ -1094,6 +1258,9 @@ func FakeHarness(db *fake.DB, src source.Source) Harness {
 		Source: src,
 		CreateTable: func(ctx context.Context, tb Table, instance string, rows []Row) error {
 			def := fake.TableDef{Schema: tb.Schema, Name: tb.Name, Key: tb.Key}
+			for _, ix := range tb.Indexes {
+				def.Indexes = append(def.Indexes, fake.IndexDef{Name: ix.Name, Columns: ix.Columns})
+			}
 			for _, c := range tb.Columns {
 				def.Columns = append(def.Columns, fake.ColumnDef{Name: c.Name, Type: c.Type, Collation: c.Collation, Nullable: c.Nullable})
 			}

@@ -75,6 +75,15 @@ func (b broken) SeekKey(ctx context.Context, ci *source.CaptureInstance, iso sou
 	if b.bug == "seekOffByOne" && k > 0 {
 		k--
 	}
+	if b.bug == "seekAssumesUnique" && ci.KeyIndex != nil {
+		// Seek a repeating key as if it were unique: a bound can equal
+		// from.
+		cp := *ci
+		ix := *ci.KeyIndex
+		ix.Unique, ix.Columns = true, ci.Key
+		cp.KeyIndex = &ix
+		ci = &cp
+	}
 	return b.DB.SeekKey(ctx, ci, iso, from, k)
 }
 
@@ -130,6 +139,7 @@ func TestSuiteCatchesBugs(t *testing.T) {
 		{"localTime", "LSNTime"},
 		{"seekOffByOne", "SeekKey"},
 		{"upperInclusive", "ReadRange"},
+		{"seekAssumesUnique", "SplitColumn"},
 		{"ignoresBatchRows", "ReadRange"},
 		{"emptyOnDataLoss", "DataLoss"},
 	}

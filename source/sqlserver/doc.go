@@ -7,8 +7,14 @@
 // sys.fn_cdc_map_lsn_to_time, the change table cdc.[<capture instance>_CT]
 // and, for a login that may not read it, cdc.fn_cdc_get_all_changes_<capture
 // instance>, sys.sp_spaceused (row counts), sys.columns (collations and their
-// code pages, nullability, computed columns, lengths) and sys.indexes
-// (whether the key's index is clustered).
+// code pages, nullability, computed columns, lengths) and sys.indexes with
+// sys.index_columns (the table's indexes and key columns, whether the key's
+// index is clustered, whether the table is a heap).
+//
+// Source.ListCaptureInstances lists the capture instances the login can
+// read (sys.sp_cdc_help_change_data_capture without arguments, F01), so a
+// *Source is a database.Lister and database.Bootstrap can select among
+// every instance of a database.
 //
 // # Facts
 //
@@ -81,6 +87,66 @@
 // decimal and money as their exact text. Go keeps 100 ns where the Python
 // implementation of spec 0016 kept microseconds, so a datetime2(7),
 // datetimeoffset(7) or time(n) key column can take any key position here.
+//
+// # Split columns and heaps
+//
+// A capture instance lists its table's B-tree indexes (Indexes: enabled,
+// not hypothetical, not filtered; clustered first) and says whether the
+// table is a heap (Heap: no clustered index). A table whose instance has
+// no unique index, or whose key is a poor one to cut, can be read by a
+// split column: source.CaptureInstance.SplitOn(column) returns a copy
+// keyed by that one column, with KeyIndex the index that leads with it,
+// unique or not, and every Source method then plans, seeks and reads by
+// it. Range predicates are on values (lower bound inclusive, upper
+// exclusive, NULL below every value), so consecutive ranges hold every
+// row exactly once however often a value repeats (FACTS.md F58). Only
+// the seek changes: for a key that is not unique SeekKeyStatement returns
+// the smallest key at or above the (k+1)-th and above from, with one more
+// TOP (1) seek through CROSS APPLY (F38), so a bound never repeats and a
+// run of one value longer than a range stays in one range. A heap
+// without an index to split on is read as one range.
+//
+// # Readable secondaries
+//
+// To read from a readable secondary of an availability group, put
+// ApplicationIntent=ReadOnly (exactly that value; it needs a database in
+// the DSN) in the DSN given to Open and connect to the availability group
+// listener, or to one secondary directly: go-mssqldb then sets LOGIN7's
+// read-only intent and the listener's read-only routing sends each new
+// connection to a readable secondary (FACTS.md F57). What changes there
+// (F56):
+//
+//   - Every query runs under snapshot isolation, whatever the session set,
+//     and locking hints are ignored: keep the default source.ReadCommitted
+//     (the replica reads it as snapshot isolation anyway; whether an
+//     explicit SNAPSHOT needs ALLOW_SNAPSHOT_ISOLATION there is not
+//     documented), and no read takes locks the primary's writers wait for.
+//     Long reads hold back ghost cleanup on the primary instead.
+//   - The data is the log the replica has applied: seconds behind the
+//     primary, more under load or while data movement is suspended. CDC
+//     tables and functions are readable there (the capture job runs on the
+//     primary), so L0 (sys.fn_cdc_get_max_lsn) and the rows come from the
+//     replica's own past state, consistently, as long as both come from
+//     the same replica.
+//   - With load-balanced read-only routing, or several listeners, two
+//     connections can reach two replicas with different lag, and a
+//     partition read on a replica behind the one L0 came from would miss
+//     rows that changed between its state and L0, which the stream, that
+//     starts after L0, never brings. source.ReadOptions.NotBefore, which
+//     package snapshot sets on every partition and chunk read (to the max
+//     LSN its plan read, snapshot.Plan.MaxLSN), guards this: the connection that reads a range first checks that its own
+//     replica's sys.fn_cdc_get_max_lsn() has reached it (a replica that
+//     shows L0's row of cdc.lsn_time_mapping has applied every commit at
+//     or below L0, since redo applies the log in order and the capture
+//     job wrote that row after those commits), and fails with a
+//     *source.ReplicaBehindError otherwise, which a retry can clear once
+//     the replica catches up. ReadChanges takes its bounds, its rows and
+//     its end check on one connection for the same reason. Seeks and row
+//     counts are not checked: a bound from an older state is still a
+//     correct bound.
+//   - Pointing the DSN at one secondary's own address, not the listener,
+//     keeps every connection on that replica: its state only moves
+//     forward, so the check always passes.
 //
 // # Connections
 //

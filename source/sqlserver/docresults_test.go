@@ -78,10 +78,11 @@ func docSysColumn(name string, collation string, codePage int64, nullable, compu
 	return []any{name, coll, nullable, computed, maxLength, cp}
 }
 
-// docSysIndexes is what KeyIndexStatement selects from sys.indexes
-// (FACTS.md F36): type tinyint (1 clustered, 2 nonclustered) and
-// type_desc nvarchar(60).
-var docSysIndexes = []string{"type", "type_desc"}
+// docSysIndexes is what IndexesStatement selects (FACTS.md F36, F55):
+// sys.indexes index_id int, name sysname (NULL for a heap), type tinyint (0
+// heap, 1 clustered, 2 nonclustered), is_unique bit;
+// sys.index_columns key_ordinal tinyint; sys.columns name sysname.
+var docSysIndexes = mssqldocs.Names(mssqldocs.Indexes)
 
 // docSpaceUsed is sp_spaceused's result for one table (FACTS.md F16): name
 // nvarchar(128), rows char(20) (text, padded), reserved, data, index_size

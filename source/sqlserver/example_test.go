@@ -42,3 +42,32 @@ func Example() {
 	// @p4 = 7
 	// sqlserver://cdc:xxxxx@db:1433?database=shop
 }
+
+// The seek of a split column whose values repeat: the (k+1)-th key, then
+// the first key at or above it and above from, so the next range starts
+// past every duplicate of from.
+func ExampleSeekKeyStatement_splitColumn() {
+	ci := &source.CaptureInstance{
+		Name: "dbo_events", SourceSchema: "dbo", SourceTable: "events", Heap: true,
+		Columns: []source.Column{{Name: "region", Type: "int", Nullable: true}, {Name: "payload", Type: "nvarchar", Length: -1, Nullable: true}},
+		Indexes: []source.Index{{Name: "IX_events_region", Columns: []string{"region"}}},
+	}
+	split, err := ci.SplitOn("region")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	st, err := sqlserver.SeekKeyStatement(split, keyrange.Tuple{int64(7)}, 1000)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(st.SQL)
+	fmt.Println(st.Args...)
+	// Output:
+	// SELECT [n].[region] FROM (SELECT [s].[region] FROM (
+	// SELECT [q0].[region] FROM (SELECT TOP (@p1) [region] FROM [dbo].[events] WHERE [region] >= CAST(@p2 AS int) ORDER BY [region]) AS [q0]
+	// ) AS [s] ORDER BY [s].[region] OFFSET @p3 ROWS FETCH NEXT 1 ROWS ONLY) AS [v]
+	// CROSS APPLY (SELECT TOP (@p4) [t].[region] FROM [dbo].[events] AS [t] WHERE [t].[region] > CAST(@p2 AS int) AND ([v].[region] IS NULL OR [t].[region] >= [v].[region]) ORDER BY [t].[region]) AS [n]
+	// 1001 7 1000 1
+}

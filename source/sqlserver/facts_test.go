@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -98,8 +99,8 @@ func binaryHandler(q string, _ []any) ([]string, [][]any, error) {
 			docSysColumn("payload", "", 0, true, false, 16),
 			docSysColumn("label", "Latin1_General_CI_AS", 1252, true, false, 20),
 		}, nil
-	case strings.HasPrefix(q, "SELECT [i].[type]"):
-		return docSysIndexes, [][]any{{int64(1), "CLUSTERED"}}, nil
+	case strings.HasPrefix(q, "SELECT [i].[index_id]"):
+		return docSysIndexes, [][]any{{int64(1), "PK_blobs", int64(1), true, int64(1), "h"}}, nil
 	}
 	return nil, nil, errors.New("unexpected " + q)
 }
@@ -380,8 +381,15 @@ func TestUniqueidentifierByteOrderIsProbed(t *testing.T) {
 // so, and logged.
 func TestNonclusteredKeyIndexIsReported(t *testing.T) {
 	f := &fakeDB{handler: func(q string, args []any) ([]string, [][]any, error) {
-		if strings.HasPrefix(q, "SELECT [i].[type]") {
-			return docSysIndexes, [][]any{{int64(2), "NONCLUSTERED"}}, nil
+		if strings.HasPrefix(q, "SELECT [i].[index_id]") {
+			// A heap: its row, the nonclustered primary key, and a
+			// non-unique index on two columns.
+			return docSysIndexes, [][]any{
+				{int64(0), nil, int64(0), false, nil, nil},
+				{int64(2), "PK_Orders", int64(2), true, int64(1), "id"},
+				{int64(3), "IX_Orders_name", int64(2), false, int64(1), "name"},
+				{int64(3), "IX_Orders_name", int64(2), false, int64(2), "amount"},
+			}, nil
 		}
 		if c, r, ok := metadataHandler(q, args); ok {
 			return c, r, nil
@@ -393,8 +401,15 @@ func TestNonclusteredKeyIndexIsReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ci.KeyIndex == nil || ci.KeyIndex.Clustered || ci.KeyIndex.Name != "PK_Orders" {
+	if ci.KeyIndex == nil || ci.KeyIndex.Clustered || ci.KeyIndex.Name != "PK_Orders" || !ci.KeyIndex.Unique {
 		t.Fatalf("key index %+v", ci.KeyIndex)
+	}
+	want := []source.Index{
+		{Name: "IX_Orders_name", Columns: []string{"name", "amount"}},
+		{Name: "PK_Orders", Columns: []string{"id"}, Unique: true},
+	}
+	if !ci.Heap || !reflect.DeepEqual(ci.Indexes, want) {
+		t.Fatalf("heap %v, indexes %+v; want a heap with %+v", ci.Heap, ci.Indexes, want)
 	}
 	if !strings.Contains(logs.String(), "nonclustered") {
 		t.Errorf("not logged:\n%s", logs)

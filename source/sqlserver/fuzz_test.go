@@ -119,6 +119,32 @@ func FuzzRedactDSN(f *testing.F) {
 	})
 }
 
+// helpSeed is FuzzResultSets's input for a result set of
+// sys.sp_cdc_help_change_data_capture's documented columns with rows rows
+// that parseCaptureInstances accepts: names are strings, source_object_id
+// an integer, index_column_list a quoted name, the rest NULL.
+func helpSeed(rows int) []byte {
+	var seed []byte
+	for i := range docHelpColumns {
+		seed = append(seed, byte(len(docCapturedColumns)+i)) // the names' order in FuzzResultSets
+	}
+	for r := range rows {
+		for _, c := range docHelpColumns {
+			switch c {
+			case "source_schema", "source_table", "capture_instance", "index_name":
+				seed = append(seed, byte(r+8), 3) // "Greek_CI_AS", "x]y": strings
+			case "source_object_id":
+				seed = append(seed, byte(r+7), 1)
+			case "index_column_list":
+				seed = append(seed, 1, 7) // "[k]"
+			default:
+				seed = append(seed, 0, 0) // NULL
+			}
+		}
+	}
+	return seed
+}
+
 // fuzzValue draws one driver value from data: one of the Go types
 // go-mssqldb returns (FACTS.md F43), or nil, or a wrong type.
 func fuzzValue(data []byte, i *int) any {
@@ -163,9 +189,11 @@ func fuzzValue(data []byte, i *int) any {
 func FuzzResultSets(f *testing.F) {
 	f.Add([]byte{0, 3, 7, 1, 200, 4, 9, 2}, uint8(12), uint8(3))
 	f.Add([]byte("column_ordinal ordinal_position"), uint8(6), uint8(1))
+	f.Add(helpSeed(2), uint8(len(docHelpColumns)), uint8(2))
 	f.Fuzz(func(t *testing.T, data []byte, ncols, nrows uint8) {
 		names := append(append(append([]string(nil), docCapturedColumns...), docHelpColumns...), docSysColumns...)
 		names = append(names, "ordinal_position", "rows", "type", "")
+		names = append(names, docSysIndexes...)
 		i := 0
 		var rs resultSet
 		for c := 0; c < int(ncols%24); c++ {
@@ -183,11 +211,34 @@ func FuzzResultSets(f *testing.F) {
 			}
 			rs.Rows = append(rs.Rows, row)
 		}
-		_, _ = parseCaptureInstances(rs)
+		if listed, err := parseListedInstances(rs); err == nil {
+			rows, err := parseCaptureInstances(rs)
+			if err != nil || len(rows) != len(listed) {
+				t.Fatalf("parseListedInstances kept %d instances, parseCaptureInstances %d (%v)", len(listed), len(rows), err)
+			}
+			for i, ci := range listed {
+				if ci.Name != rows[i].Instance.Name || len(ci.Columns) != 0 {
+					t.Fatalf("instance %d: listed %+v, parsed %+v", i, ci, rows[i].Instance)
+				}
+			}
+		}
 		_, _, _ = parseMinLSN("ci", rs)
 		_, _ = parseGUIDProbe(rs)
 		_, _ = parseServerNow(rs)
-		_, _, _ = parseKeyIndex(rs)
+		if ixs, heap, ok, err := parseIndexes(rs); err == nil && ok {
+			clustered := 0
+			for _, ix := range ixs {
+				if ix.Name == "" {
+					t.Fatalf("an index without a name: %+v", ixs)
+				}
+				if ix.Clustered {
+					clustered++
+				}
+			}
+			if clustered > 1 || clustered == 1 && heap {
+				t.Fatalf("accepted %d clustered indexes with heap %v", clustered, heap)
+			}
+		}
 		_, _ = parseSpaceUsed(rs)
 		_, _ = parseLSNTime(rs, nil)
 		_, _, _, _ = parseIntKeyBounds(rs)

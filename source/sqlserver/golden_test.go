@@ -162,7 +162,7 @@ func TestGoldenMetadata(t *testing.T) {
 	g.add("cdc/help_change_data_capture", ListCaptureInstancesStatement(), nil)
 	g.add("cdc/get_captured_columns", CapturedColumnsStatement("dbo_orders"), nil)
 	g.add("sys.columns/column_info", ColumnsStatement(245575913), nil)
-	g.add("sys.indexes/key_index", KeyIndexStatement(245575913, "PK_orders"), nil)
+	g.add("sys.indexes/indexes", IndexesStatement(245575913), nil)
 	g.add("probe/uniqueidentifier", GUIDProbeStatement(), nil)
 	g.add("probe/server_now", ServerNowStatement(), nil)
 	g.add("cdc/max_lsn", MaxLSNStatement(), nil)
@@ -277,5 +277,17 @@ func TestGoldenSeeks(t *testing.T) {
 		time.Date(2024, 2, 29, 10, 0, 0, 123000000, time.UTC), day, tod, dto,
 		[]byte{0xde, 0xad, 0xbe, 0xef, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, true,
 		time.Date(2024, 2, 29, 10, 1, 0, 0, time.UTC), time.Date(2024, 2, 29, 10, 0, 0, 3000000, time.UTC)), 50)
+	// Split columns: one column of an index that allows duplicates
+	// (source.CaptureInstance.SplitOn).
+	splitOn := func(c *source.CaptureInstance, column string) *source.CaptureInstance {
+		cp := *c
+		cp.Key, cp.KeyIndex = []string{column}, &source.Index{Name: "IX_" + column, Columns: []string{column}}
+		return &cp
+	}
+	seek("split_nullable/from_start", splitOn(ciNullable, "b"), nil, 1000)
+	seek("split_nullable/from_null", splitOn(ciNullable, "b"), tup(nil), 1000)
+	seek("split_nullable/from_key", splitOn(ciNullable, "b"), tup(int64(40)), 1000)
+	seek("split_greek/from_key", splitOn(ciGreek, "name"), tup("Δέλτα"), 3)
+	seek("split_utf8/from_key", splitOn(ciUTF8, "name"), tup("Kraków"), 100)
 	g.check("seeks.sql")
 }

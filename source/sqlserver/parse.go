@@ -140,6 +140,23 @@ func parseCaptureInstances(rs resultSet) ([]captureRow, error) {
 	return out, nil
 }
 
+// parseListedInstances reads the result of ListCaptureInstancesStatement
+// as Source.ListCaptureInstances returns it: per row, the name, source
+// table, start LSN and key (parseCaptureInstances), in the server's order.
+// Columns stay empty: the procedure names the captured columns
+// (captured_column_list) but not their types.
+func parseListedInstances(rs resultSet) ([]source.CaptureInstance, error) {
+	rows, err := parseCaptureInstances(rs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]source.CaptureInstance, len(rows))
+	for i, r := range rows {
+		out[i] = r.Instance
+	}
+	return out, nil
+}
+
 // parseCapturedColumns reads the result of CapturedColumnsStatement into
 // columns in ordinal order, their types rebuilt from data_type,
 // character_maximum_length, numeric_precision, numeric_scale and
@@ -342,26 +359,107 @@ func applyColumnInfo(cols []source.Column, rs resultSet) ([]source.Column, error
 	return out, nil
 }
 
-// parseKeyIndex reads the result of KeyIndexStatement: whether the index
-// is clustered (type 1). ok is false when sys.indexes does not show it (a
-// login without permission on the table sees no rows).
-func parseKeyIndex(rs resultSet) (clustered, ok bool, err error) {
+// asBit reads a bit column, which go-mssqldb returns as bool (FACTS.md
+// F43).
+func asBit(what string, v any) (bool, error) {
+	b, ok := v.(bool)
+	if !ok {
+		return false, fmt.Errorf("sqlserver: %s: want a bit, have %T", what, v)
+	}
+	return b, nil
+}
+
+// parseIndexes reads the result of IndexesStatement: the indexes in the
+// order source.CaptureInstance.Indexes keeps (clustered first, then by
+// name), each with its key columns by key_ordinal, and whether the table
+// is a heap (a row of type 0, FACTS.md F36). ok is false when sys.indexes
+// shows no row at all: a login without permission on the table sees none
+// (F35), so neither the indexes nor the heap are known.
+func parseIndexes(rs resultSet) (indexes []source.Index, heap, ok bool, err error) {
 	const what = "sys.indexes"
 	if len(rs.Rows) == 0 {
-		return false, false, nil
+		return nil, false, false, nil
 	}
-	i, err := rs.col(what, "type")
-	if err != nil {
-		return false, false, err
+	var at [6]int
+	for i, name := range []string{"index_id", "name", "type", "is_unique", "key_ordinal", "column_name"} {
+		if at[i], err = rs.col(what, name); err != nil {
+			return nil, false, false, err
+		}
 	}
-	if len(rs.Rows) != 1 || len(rs.Rows[0]) != len(rs.Columns) {
-		return false, false, fmt.Errorf("sqlserver: %s: want one row, have %d", what, len(rs.Rows))
+	byID := map[int64]int{}
+	lastOrdinal := map[int64]int64{}
+	for n, row := range rs.Rows {
+		if len(row) != len(rs.Columns) {
+			return nil, false, false, fmt.Errorf("sqlserver: %s: row %d has %d values for %d columns", what, n+1, len(row), len(rs.Columns))
+		}
+		id, has, err := asInt(what+" index_id", row[at[0]])
+		if err != nil || !has {
+			return nil, false, false, fmt.Errorf("sqlserver: %s: row %d: index_id %v: %v", what, n+1, row[at[0]], err)
+		}
+		typ, has, err := asInt(what+" type", row[at[2]])
+		if err != nil || !has {
+			return nil, false, false, fmt.Errorf("sqlserver: %s: row %d: type %v: %v", what, n+1, row[at[2]], err)
+		}
+		switch typ {
+		case 0:
+			heap = true
+			continue
+		case 1, 2:
+		default:
+			return nil, false, false, fmt.Errorf("sqlserver: %s: row %d: index type %d is not a B-tree (the statement asks for types 0, 1 and 2)", what, n+1, typ)
+		}
+		name, err := asString(what+" name", row[at[1]])
+		if err != nil || name == "" {
+			return nil, false, false, fmt.Errorf("sqlserver: %s: row %d: an index of type %d without a name: %v", what, n+1, typ, err)
+		}
+		unique, err := asBit(what+" is_unique", row[at[3]])
+		if err != nil {
+			return nil, false, false, err
+		}
+		i, seen := byID[id]
+		if !seen {
+			i = len(indexes)
+			byID[id] = i
+			indexes = append(indexes, source.Index{Name: name, Unique: unique, Clustered: typ == 1})
+		} else if indexes[i].Name != name {
+			return nil, false, false, fmt.Errorf("sqlserver: %s: index_id %d is called both %q and %q", what, id, indexes[i].Name, name)
+		}
+		ord, has, err := asInt(what+" key_ordinal", row[at[4]])
+		if err != nil {
+			return nil, false, false, err
+		}
+		if !has {
+			continue // an index whose key columns the login may not see
+		}
+		col, err := asString(what+" column_name", row[at[5]])
+		if err != nil || col == "" {
+			return nil, false, false, fmt.Errorf("sqlserver: %s: index %q: key column %d has no name: %v", what, name, ord, err)
+		}
+		if ord != lastOrdinal[id]+1 {
+			return nil, false, false, fmt.Errorf("sqlserver: %s: index %q: key_ordinal %d follows %d", what, name, ord, lastOrdinal[id])
+		}
+		lastOrdinal[id] = ord
+		indexes[i].Columns = append(indexes[i].Columns, col)
 	}
-	typ, has, err := asInt(what+" type", rs.Rows[0][i])
-	if err != nil || !has {
-		return false, false, err
+	clustered := 0
+	for _, ix := range indexes {
+		if ix.Clustered {
+			clustered++
+		}
 	}
-	return typ == 1, true, nil
+	if clustered > 1 || clustered == 1 && heap {
+		return nil, false, false, fmt.Errorf("sqlserver: %s: %d clustered indexes and heap %v: a table has one or the other", what, clustered, heap)
+	}
+	slices.SortStableFunc(indexes, func(a, b source.Index) int {
+		if a.Clustered != b.Clustered {
+			if a.Clustered {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return indexes, heap, true, nil
 }
 
 // parseGUIDProbe reads the result of GUIDProbeStatement: true when the

@@ -31,8 +31,9 @@ type rowsReader struct {
 	err     error
 	done    bool
 	onClose func()
-	// atEnd, when set, runs once the rows ran out (the connection already
-	// released); an error it returns ends the read as a failure.
+	// atEnd, when set, runs once the rows ran out, their result closed
+	// and the connection not yet released (onClose), so it can ask the
+	// same connection; an error it returns ends the read as a failure.
 	atEnd func() error
 	wrap  func(error) error
 	cells []driverValue
@@ -127,13 +128,15 @@ func (r *rowsReader) Next() bool {
 				return false
 			}
 			r.done = true
-			r.close()
+			_ = r.rows.Close()
+			r.rows = nil
 			if r.atEnd != nil {
 				if err := r.atEnd(); err != nil {
 					r.fail(err)
 					return false
 				}
 			}
+			r.close()
 			break
 		}
 		for i := range r.cells {

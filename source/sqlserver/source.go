@@ -241,11 +241,30 @@ func (s *Source) run(ctx context.Context, q querier, what string, st Stmt) (resu
 	return rs, nil
 }
 
+// ListCaptureInstances lists the capture instances the login can read: one
+// EXEC sys.sp_cdc_help_change_data_capture without arguments, which
+// returns every instance the caller has SELECT access to (all of them for
+// db_owner; FACTS.md F01,
+// https://learn.microsoft.com/en-us/sql/relational-databases/system-stored-procedures/sys-sp-cdc-help-change-data-capture-transact-sql).
+// Each has Name, SourceSchema, SourceTable, StartLSN and Key set, no
+// Columns: CaptureInstance describes one fully. It implements
+// database.Lister, so database.Bootstrap can select among them.
+func (s *Source) ListCaptureInstances(ctx context.Context) ([]source.CaptureInstance, error) {
+	rs, err := s.run(ctx, s.db, "listing capture instances", ListCaptureInstancesStatement())
+	if err != nil {
+		return nil, err
+	}
+	return parseListedInstances(rs)
+}
+
 // CaptureInstance resolves name among the capture instances the login can
 // see (exact name first, else the one equal ignoring case) and describes
 // it: source table, start LSN, captured columns with their declared types
 // (sys.sp_cdc_get_captured_columns), collations and nullability
-// (sys.columns, when visible) and the key (index_column_list).
+// (sys.columns, when visible), the key (index_column_list) and the table's
+// indexes (sys.indexes, sys.index_columns, when visible): the key's index,
+// the split columns source.CaptureInstance.SplitOn can choose, and whether
+// the table is a heap.
 func (s *Source) CaptureInstance(ctx context.Context, name string) (*source.CaptureInstance, error) {
 	rs, err := s.run(ctx, s.db, "listing capture instances", ListCaptureInstancesStatement())
 	if err != nil {
@@ -296,20 +315,26 @@ func (s *Source) CaptureInstance(ctx context.Context, name string) (*source.Capt
 			return nil, fmt.Errorf("sqlserver: capture instance %q: key column %q is computed: CDC writes NULL for it in change rows (FACTS.md F13), so changes cannot be matched to rows", got, k)
 		}
 	}
-	if row.IndexName != "" {
-		rs, err = s.run(ctx, s.db, "the key index of "+got, KeyIndexStatement(row.SourceObjectID, row.IndexName))
-		if err != nil {
-			return nil, err
+	rs, err = s.run(ctx, s.db, "indexes of "+got, IndexesStatement(row.SourceObjectID))
+	if err != nil {
+		return nil, err
+	}
+	indexes, heap, ok, err := parseIndexes(rs)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		s.log.WarnContext(ctx, "sqlserver: sys.indexes shows no index of the source table: no split columns, and whether the key's index is clustered is not known", "capture_instance", got)
+	}
+	ci.Indexes, ci.Heap = indexes, heap
+	for _, ix := range indexes {
+		if row.IndexName == "" || ix.Name != row.IndexName {
+			continue
 		}
-		clustered, ok, err := parseKeyIndex(rs)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			ci.KeyIndex = &source.Index{Name: row.IndexName, Clustered: clustered}
-			if !clustered {
-				s.log.WarnContext(ctx, "sqlserver: the capture instance's unique index is nonclustered: each key range is an index seek plus a key lookup per row, or a scan of the table", "capture_instance", got, "index", row.IndexName)
-			}
+		ix.Unique = true // CDC's index_name is a unique index (FACTS.md F18)
+		ci.KeyIndex = &ix
+		if !ix.Clustered {
+			s.log.WarnContext(ctx, "sqlserver: the capture instance's unique index is nonclustered: each key range is an index seek plus a key lookup per row, or a scan of the table", "capture_instance", got, "index", row.IndexName)
 		}
 	}
 	return &ci, nil
@@ -462,7 +487,9 @@ func (s *Source) batchRows(n int) int {
 
 // ReadRange streams the rows of ci's source table whose key lies in r (see
 // ReadRangeStatement), under opts.Isolation on a dedicated connection that
-// is reset (or closed) when the reader is released or runs out.
+// is reset (or closed) when the reader is released or runs out. With
+// opts.NotBefore set, that connection first checks its replica has
+// captured through it (a *source.ReplicaBehindError otherwise).
 func (s *Source) ReadRange(ctx context.Context, ci *source.CaptureInstance, r keyrange.Range, opts source.ReadOptions) (array.RecordReader, error) {
 	st, err := ReadRangeStatement(ci, r)
 	if err != nil {
@@ -481,6 +508,11 @@ func (s *Source) ReadRange(ctx context.Context, ci *source.CaptureInstance, r ke
 		d.Release()
 		return nil, err
 	}
+	if err := s.caughtUp(ctx, cn, ci, opts.NotBefore); err != nil {
+		d.Release()
+		cn.release(ctx.Err() != nil)
+		return nil, err
+	}
 	s.log.DebugContext(ctx, "sqlserver: reading range", "capture_instance", ci.Name, "range", r.String(), "isolation", opts.Isolation.String())
 	rows, err := cn.c.QueryContext(ctx, st.SQL, st.Args...)
 	if err != nil {
@@ -493,6 +525,33 @@ func (s *Source) ReadRange(ctx context.Context, ci *source.CaptureInstance, r ke
 	}), nil
 }
 
+// caughtUp checks, on the connection that is about to read, that the
+// replica it reached has captured through need (source.ReadOptions.NotBefore;
+// zero checks nothing): sys.fn_cdc_get_max_lsn() at or above need. On a
+// readable secondary every statement sees the data as of the log the
+// replica has applied (FACTS.md F56), and redo applies it in order, so the
+// read that follows on the same connection sees a state at least as recent
+// as the mapping row of need, which the capture job wrote after the commit
+// at need. Connections to one server always pass: its max LSN only grows.
+func (s *Source) caughtUp(ctx context.Context, cn *conn, ci *source.CaptureInstance, need lsn.LSN) error {
+	if need.IsZero() {
+		return nil
+	}
+	rs, err := s.run(ctx, cn.c, "fn_cdc_get_max_lsn on the reading connection", MaxLSNStatement())
+	if err != nil {
+		return err
+	}
+	have, err := parseLSN("fn_cdc_get_max_lsn", rs)
+	if err != nil {
+		return err
+	}
+	if have.LSN.Less(need) {
+		s.log.WarnContext(ctx, "sqlserver: the reading connection's replica is behind the snapshot's LSN", "capture_instance", ci.Name, "need", need.String(), "have", have.LSN.String())
+		return &source.ReplicaBehindError{CaptureInstance: ci.Name, Need: need, Have: have.LSN}
+	}
+	return nil
+}
+
 // ReadChanges streams the changes of ci with from <= __$start_lsn <= to.
 // It checks sys.fn_cdc_get_min_lsn first: from below it is a
 // *source.DataLossError, as is SQL Server error 313 should cleanup move the
@@ -503,6 +562,10 @@ func (s *Source) ReadRange(ctx context.Context, ci *source.CaptureInstance, r ke
 // sys.fn_cdc_get_max_lsn (the change function refuses an upper bound
 // beyond it). A new instance whose minimum LSN is still NULL has no changes
 // to read yet: an empty reader.
+//
+// The minimum and maximum, the rows and the end check run on one
+// connection, so behind a listener with read-only routing they come from
+// one replica (FACTS.md F56).
 //
 // The rows come from the change table, ordered by __$command_id within an
 // LSN (ChangeTableStatement), where the login may read it; otherwise, and
@@ -519,33 +582,62 @@ func (s *Source) ReadChanges(ctx context.Context, ci *source.CaptureInstance, fr
 	if to.Less(from) {
 		return empty()
 	}
-	min, ok, err := s.MinLSN(ctx, ci.Name)
+	// One connection for the bounds, the rows and the end check: behind a
+	// listener with read-only routing, two connections can reach two
+	// replicas, and a maximum read on one would clamp a read on another
+	// that has not applied those changes yet, which the caller would never
+	// ask for again (FACTS.md F56).
+	c, err := s.db.Conn(ctx)
 	if err != nil {
+		return nil, fmt.Errorf("sqlserver: taking a connection: %w", err)
+	}
+	closeConn := func() { _ = c.Close() }
+	minLSN := func(ctx context.Context) (lsn.LSN, bool, error) {
+		rs, err := s.run(ctx, c, "fn_cdc_get_min_lsn", MinLSNStatement(ci.Name))
+		if err != nil {
+			return lsn.LSN{}, false, err
+		}
+		return parseMinLSN(ci.Name, rs)
+	}
+	min, ok, err := minLSN(ctx)
+	if err != nil {
+		closeConn()
 		return nil, err
 	}
 	if !ok {
+		closeConn()
 		s.log.DebugContext(ctx, "sqlserver: minimum LSN is NULL: the capture job has not reached the instance yet", "capture_instance", ci.Name)
 		return empty()
 	}
 	if from.Less(min) {
+		closeConn()
 		return nil, &source.DataLossError{CaptureInstance: ci.Name, Requested: from, MinLSN: min}
 	}
-	max, err := s.MaxLSN(ctx)
+	rs, err := s.run(ctx, c, "fn_cdc_get_max_lsn", MaxLSNStatement())
 	if err != nil {
+		closeConn()
 		return nil, err
 	}
-	if max.Less(to) {
-		to = max
+	max, err := parseLSN("fn_cdc_get_max_lsn", rs)
+	if err != nil {
+		closeConn()
+		return nil, err
+	}
+	if max.LSN.Less(to) {
+		to = max.LSN
 	}
 	if to.Less(from) {
+		closeConn()
 		return empty()
 	}
 	o, err := s.decodeOptions(ctx, ci.Columns, true)
 	if err != nil {
+		closeConn()
 		return nil, err
 	}
 	dataLoss := func(err error) error {
 		if isServerError(err, 313) {
+			// The pool, not c: c may still hold the failed result.
 			m, _, merr := s.MinLSN(context.WithoutCancel(ctx), ci.Name)
 			if merr != nil {
 				m = min
@@ -554,21 +646,23 @@ func (s *Source) ReadChanges(ctx context.Context, ci *source.CaptureInstance, fr
 		}
 		return fmt.Errorf("sqlserver: changes of %q from %s to %s: %w", ci.Name, from, to, err)
 	}
-	rows, commandID, err := s.queryChanges(ctx, ci, from, to)
+	rows, commandID, err := s.queryChanges(ctx, c, ci, from, to)
 	if err != nil {
+		closeConn()
 		return nil, dataLoss(err)
 	}
 	d, err := newChangeDecoder(ci.Columns, o, commandID)
 	if err != nil {
 		rows.Close()
+		closeConn()
 		return nil, fmt.Errorf("sqlserver: capture instance %q: %w", ci.Name, err)
 	}
-	r := newRowsReader(d, rows, s.batchRows(0), nil, dataLoss)
+	r := newRowsReader(d, rows, s.batchRows(0), closeConn, dataLoss)
 	r.atEnd = func() error {
 		// Cleanup deletes change rows below the minimum it sets: a
 		// minimum above from now means rows this read had not reached may
-		// be gone.
-		now, ok, err := s.MinLSN(context.WithoutCancel(ctx), ci.Name)
+		// be gone. Asked on the connection that read them.
+		now, ok, err := minLSN(context.WithoutCancel(ctx))
 		if err != nil {
 			return err
 		}
@@ -590,7 +684,7 @@ var changeTableRefused = []int32{229, 230, 208, 207}
 // queryChanges runs the change read: the change table where the login may
 // read it, else (unless Options.RequireChangeTable) the change function.
 // commandID says which ran. A refusal is remembered for changeTableRetry.
-func (s *Source) queryChanges(ctx context.Context, ci *source.CaptureInstance, from, to lsn.LSN) (rows *sql.Rows, commandID bool, err error) {
+func (s *Source) queryChanges(ctx context.Context, q querier, ci *source.CaptureInstance, from, to lsn.LSN) (rows *sql.Rows, commandID bool, err error) {
 	s.mu.Lock()
 	st, tried := s.changeTable[ci.Name]
 	s.mu.Unlock()
@@ -600,7 +694,7 @@ func (s *Source) queryChanges(ctx context.Context, ci *source.CaptureInstance, f
 			return nil, false, err
 		}
 		s.log.DebugContext(ctx, "sqlserver: query", "what", "changes of "+ci.Name+" from its change table", "sql", stmt.SQL, "params", len(stmt.Args))
-		rows, err := s.db.QueryContext(ctx, stmt.SQL, stmt.Args...)
+		rows, err := q.QueryContext(ctx, stmt.SQL, stmt.Args...)
 		if err == nil {
 			if st.refused != "" {
 				s.log.InfoContext(ctx, "sqlserver: the change table can be read again: changes are ordered by __$command_id", "capture_instance", ci.Name)
@@ -624,7 +718,7 @@ func (s *Source) queryChanges(ctx context.Context, ci *source.CaptureInstance, f
 		return nil, false, err
 	}
 	s.log.DebugContext(ctx, "sqlserver: query", "what", "changes of "+ci.Name, "sql", stmt.SQL, "params", len(stmt.Args))
-	rows, err = s.db.QueryContext(ctx, stmt.SQL, stmt.Args...)
+	rows, err = q.QueryContext(ctx, stmt.SQL, stmt.Args...)
 	return rows, false, err
 }
 

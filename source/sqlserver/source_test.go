@@ -41,8 +41,8 @@ func metadataHandler(q string, args []any) ([]string, [][]any, bool) {
 			docSysColumn("name", "Greek_CI_AS", 1253, false, false, 20),
 			docSysColumn("amount", "", 0, true, false, 8),
 		}, true
-	case strings.HasPrefix(q, "SELECT [i].[type]"):
-		return docSysIndexes, [][]any{{int64(1), "CLUSTERED"}}, true
+	case strings.HasPrefix(q, "SELECT [i].[index_id]"):
+		return docSysIndexes, [][]any{{int64(1), "PK_Orders", int64(1), true, int64(1), "id"}}, true
 	}
 	return nil, nil, false
 }
@@ -240,5 +240,52 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	}
 	if _, err := New(db, Options{ConnPolicy: 9}); err == nil {
 		t.Fatal("unknown policy accepted")
+	}
+}
+
+// TestListCaptureInstances: one EXEC sys.sp_cdc_help_change_data_capture
+// lists every instance it returns, in its order, with name, table, start
+// LSN and key from its row and no columns (the procedure gives no types),
+// and a listing that fails says so.
+func TestListCaptureInstances(t *testing.T) {
+	var statements []string
+	fail := false
+	f := &fakeDB{handler: func(q string, args []any) ([]string, [][]any, error) {
+		statements = append(statements, q)
+		if fail {
+			return nil, nil, errors.New("permission denied")
+		}
+		if c, r, ok := metadataHandler(q, args); ok {
+			return c, r, nil
+		}
+		return nil, nil, errors.New("unexpected " + q)
+	}}
+	db := f.open()
+	defer db.Close()
+	s, err := New(db, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cis, err := s.ListCaptureInstances(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(statements) != 1 || statements[0] != ListCaptureInstancesStatement().SQL {
+		t.Fatalf("sent %q, want one %q", statements, ListCaptureInstancesStatement().SQL)
+	}
+	var got []string
+	for _, ci := range cis {
+		got = append(got, ci.Name+" "+ci.SourceSchema+"."+ci.SourceTable+" "+ci.StartLSN.String()+" "+strings.Join(ci.Key, "|"))
+		if len(ci.Columns) != 0 {
+			t.Fatalf("%s: columns %+v, want none", ci.Name, ci.Columns)
+		}
+	}
+	want := "dbo_Orders dbo.Orders 0x0000002A00000F380001 id; dbo_snap_greek dbo.snap_greek 0x0000002A00000F380001 name; sales_ab sales.a]b 0x0000002A00000F380001 co,mp|id ]x"
+	if g := strings.Join(got, "; "); g != want {
+		t.Fatalf("listed %s\nwant     %s", g, want)
+	}
+	fail = true
+	if _, err := s.ListCaptureInstances(context.Background()); err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Fatalf("a failed listing: %v", err)
 	}
 }

@@ -134,14 +134,26 @@ func ColumnsStatement(objectID int64) Stmt {
 	}
 }
 
-// KeyIndexStatement reads whether the capture instance's unique index
-// (index_name of sys.sp_cdc_help_change_data_capture) is the table's
-// clustered index: sys.indexes.type 1 is clustered, 2 nonclustered
-// (FACTS.md F36).
-func KeyIndexStatement(objectID int64, index string) Stmt {
+// IndexesStatement lists the indexes of the table whose object id is
+// objectID (source_object_id of sys.sp_cdc_help_change_data_capture) that
+// a range read can seek on, with their key columns in key order, from the
+// catalog views sys.indexes, sys.index_columns and sys.columns (FACTS.md
+// F36, F55): rowstore B-trees (type 1 clustered, 2 nonclustered) that are
+// neither disabled, hypothetical nor filtered, and the table's heap row
+// (type 0, index_id 0, no name) when it has no clustered index. Included
+// columns have key_ordinal 0 and are left out. The constants are
+// parameters, as every value the package sends. See parseIndexes.
+func IndexesStatement(objectID int64) Stmt {
 	return Stmt{
-		SQL:  "SELECT [i].[type], [i].[type_desc] FROM [sys].[indexes] AS [i] WHERE [i].[object_id] = @p1 AND [i].[name] = @p2",
-		Args: []any{objectID, index},
+		SQL: "SELECT [i].[index_id], [i].[name], [i].[type], [i].[is_unique], [ic].[key_ordinal], [c].[name] AS [column_name] " +
+			"FROM [sys].[indexes] AS [i] " +
+			"LEFT JOIN [sys].[index_columns] AS [ic] ON [ic].[object_id] = [i].[object_id] AND [ic].[index_id] = [i].[index_id] AND [ic].[key_ordinal] > @p4 " +
+			"LEFT JOIN [sys].[columns] AS [c] ON [c].[object_id] = [ic].[object_id] AND [c].[column_id] = [ic].[column_id] " +
+			"WHERE [i].[object_id] = @p1 AND [i].[type] <= @p2 AND [i].[is_disabled] = @p3 AND [i].[is_hypothetical] = @p3 AND [i].[has_filter] = @p3 " +
+			"ORDER BY [i].[index_id], [ic].[key_ordinal]",
+		// Types 0 heap, 1 clustered, 2 nonclustered; key_ordinal 0 is an
+		// included column.
+		Args: []any{objectID, int64(2), false, int64(0)},
 	}
 }
 
@@ -470,6 +482,15 @@ func ReadRangeStatement(ci *source.CaptureInstance, r keyrange.Range) (Stmt, err
 // so an index seek stops after k + 1 rows, merged in key order, of which
 // OFFSET k returns the last. It returns one row, or none when fewer than
 // k + 1 keys remain.
+//
+// A key that is not unique (ci.UniqueKey false: one column of an index
+// that allows duplicates, source.CaptureInstance.SplitOn) can give back
+// from itself, which would plan an empty range and never move on. Its
+// statement takes that (k+1)-th key v and, with CROSS APPLY, one more TOP
+// (1) seek for the smallest key at or above v and above from (IS NOT NULL
+// when from is nil or NULL): the bound is then above from, never NULL, and
+// every duplicate of a value falls in one range (see source.Source.SeekKey).
+// Such a key must be one column.
 func SeekKeyStatement(ci *source.CaptureInstance, from keyrange.Tuple, k int64) (Stmt, error) {
 	t, err := newTable(ci)
 	if err != nil {
@@ -480,6 +501,10 @@ func SeekKeyStatement(ci *source.CaptureInstance, from keyrange.Tuple, k int64) 
 	}
 	if k < 0 {
 		return Stmt{}, fmt.Errorf("sqlserver: seek of %d rows", k)
+	}
+	unique := ci.UniqueKey()
+	if !unique && len(t.key) != 1 {
+		return Stmt{}, fmt.Errorf("sqlserver: capture instance %q: a key that is not unique must be one column, have %v", ci.Name, ci.Key)
 	}
 	pieces, err := keyrange.Pieces(t.keyColumns(), keyrange.Range{Lower: from})
 	if err != nil {
@@ -503,12 +528,35 @@ func SeekKeyStatement(ci *source.CaptureInstance, from keyrange.Tuple, k int64) 
 		parts = append(parts, "SELECT "+selectList(alias+".", t.qkey)+" FROM ("+inner+") AS "+alias)
 	}
 	off := ps.add(k)
-	outer := make([]string, len(t.key))
-	for i, c := range t.key {
-		outer[i], _ = readExpr(c, t.qkey[i], "[s].")
-	}
-	sql := "SELECT " + strings.Join(outer, ", ") + " FROM (\n" + strings.Join(parts, "\nUNION ALL\n") +
+	body := " FROM (\n" + strings.Join(parts, "\nUNION ALL\n") +
 		"\n) AS [s] ORDER BY " + selectList("[s].", t.qkey) + " OFFSET " + off + " ROWS FETCH NEXT 1 ROWS ONLY"
+	if unique {
+		outer := make([]string, len(t.key))
+		for i, c := range t.key {
+			outer[i], _ = readExpr(c, t.qkey[i], "[s].")
+		}
+		return Stmt{SQL: "SELECT " + strings.Join(outer, ", ") + body, Args: ps.args}, nil
+	}
+	c, q := t.key[0], t.qkey[0]
+	tq := "[t]." + q // qualified: [v] has a column of the same name
+	above := tq + " IS NOT NULL"
+	if len(from) == 1 && from[0] != nil {
+		e, err := ps.bound(c, from[0])
+		if err != nil {
+			return Stmt{}, fmt.Errorf("sqlserver: capture instance %q: seek from %v: %w", ci.Name, []any(from), err)
+		}
+		above = tq + " > " + e
+	}
+	atOrAbove := tq + " >= [v]." + q
+	if c.Nullable {
+		// v is NULL only when from is nil or NULL: above then says IS
+		// NOT NULL, and every key is at or above NULL.
+		atOrAbove = "([v]." + q + " IS NULL OR " + atOrAbove + ")"
+	}
+	one := ps.add(int64(1))
+	outer, _ := readExpr(c, q, "[n].")
+	sql := "SELECT " + outer + " FROM (SELECT [s]." + q + body + ") AS [v]" +
+		"\nCROSS APPLY (SELECT TOP (" + one + ") " + tq + " FROM " + t.name + " AS [t] WHERE " + above + " AND " + atOrAbove + " ORDER BY " + tq + ") AS [n]"
 	return Stmt{SQL: sql, Args: ps.args}, nil
 }
 

@@ -105,6 +105,24 @@ func (h mssqlHarness) createTable(ctx context.Context, tb sourcetest.Table, inst
 	if _, err := h.db.ExecContext(ctx, ddl); err != nil {
 		return fmt.Errorf("%s: %w", ddl, err)
 	}
+	for _, ix := range tb.Indexes {
+		qi, err := sqlserver.QuoteName(ix.Name)
+		if err != nil {
+			return err
+		}
+		var ic []string
+		for _, c := range ix.Columns {
+			q, err := sqlserver.QuoteName(c)
+			if err != nil {
+				return err
+			}
+			ic = append(ic, q)
+		}
+		ddl := fmt.Sprintf("CREATE NONCLUSTERED INDEX %s ON %s (%s)", qi, name, strings.Join(ic, ", "))
+		if _, err := h.db.ExecContext(ctx, ddl); err != nil {
+			return fmt.Errorf("%s: %w", ddl, err)
+		}
+	}
 	tx, err := h.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err

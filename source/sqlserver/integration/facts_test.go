@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -377,6 +378,19 @@ func TestNonclusteredKeyIndex(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "nonclustered") {
 		t.Errorf("not logged:\n%s", logs)
+	}
+	// F55: the table's indexes, with their key columns, clustered first;
+	// a clustered index means no heap. A split on the clustered index's
+	// column picks it.
+	want := []source.Index{
+		{Name: "CX_snap_nc_code", Columns: []string{"code"}, Clustered: true},
+		{Name: "PK_snap_nc", Columns: []string{"id"}, Unique: true},
+	}
+	if !reflect.DeepEqual(ci.Indexes, want) || ci.Heap {
+		t.Errorf("dbo_snap_nc: indexes %+v, heap %v; want %+v and no heap", ci.Indexes, ci.Heap, want)
+	}
+	if split, err := ci.SplitOn("code"); err != nil || split.KeyIndex.Name != "CX_snap_nc_code" || split.UniqueKey() {
+		t.Errorf("SplitOn(code): %v, %+v", err, split)
 	}
 	if ci, err = s.CaptureInstance(c, "dbo_snap_int"); err != nil || ci.KeyIndex == nil || !ci.KeyIndex.Clustered {
 		t.Errorf("dbo_snap_int: %v, key index %+v, want clustered", err, ci.KeyIndex)

@@ -10,10 +10,12 @@ EXEC sys.sp_cdc_get_captured_columns @capture_instance = @p1;
 -- @p2 = nvarchar N'CodePage'
 SELECT [c].[name], [c].[collation_name], [c].[is_nullable], [c].[is_computed], [c].[max_length], CAST(COLLATIONPROPERTY([c].[collation_name], @p2) AS int) AS [code_page] FROM [sys].[columns] AS [c] WHERE [c].[object_id] = @p1 ORDER BY [c].[column_id];
 
--- name: sys.indexes/key_index
+-- name: sys.indexes/indexes
 -- @p1 = bigint 245575913
--- @p2 = nvarchar N'PK_orders'
-SELECT [i].[type], [i].[type_desc] FROM [sys].[indexes] AS [i] WHERE [i].[object_id] = @p1 AND [i].[name] = @p2;
+-- @p2 = bigint 2
+-- @p3 = bit false
+-- @p4 = bigint 0
+SELECT [i].[index_id], [i].[name], [i].[type], [i].[is_unique], [ic].[key_ordinal], [c].[name] AS [column_name] FROM [sys].[indexes] AS [i] LEFT JOIN [sys].[index_columns] AS [ic] ON [ic].[object_id] = [i].[object_id] AND [ic].[index_id] = [i].[index_id] AND [ic].[key_ordinal] > @p4 LEFT JOIN [sys].[columns] AS [c] ON [c].[object_id] = [ic].[object_id] AND [c].[column_id] = [ic].[column_id] WHERE [i].[object_id] = @p1 AND [i].[type] <= @p2 AND [i].[is_disabled] = @p3 AND [i].[is_hypothetical] = @p3 AND [i].[has_filter] = @p3 ORDER BY [i].[index_id], [ic].[key_ordinal];
 
 -- name: probe/uniqueidentifier
 -- @p1 = nvarchar N'6f9619ff-8b86-d011-b42d-00c04fc964ff'

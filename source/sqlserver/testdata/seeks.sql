@@ -94,3 +94,51 @@ UNION ALL
 SELECT [q11].[d], [q11].[m], [q11].[f], [q11].[r], [q11].[dt], [q11].[day], [q11].[tod], [q11].[dto], [q11].[bin], [q11].[bit], [q11].[sdt], [q11].[dtm] FROM (SELECT TOP (@p1) [d], [m], [f], [r], [dt], [day], [tod], [dto], [bin], [bit], [sdt], [dtm] FROM [dbo].[kinds] WHERE [d] > CAST(@p2 AS numeric(10,3)) ORDER BY [d], [m], [f], [r], [dt], [day], [tod], [dto], [bin], [bit], [sdt], [dtm]) AS [q11]
 ) AS [s] ORDER BY [s].[d], [s].[m], [s].[f], [s].[r], [s].[dt], [s].[day], [s].[tod], [s].[dto], [s].[bin], [s].[bit], [s].[sdt], [s].[dtm] OFFSET @p14 ROWS FETCH NEXT 1 ROWS ONLY;
 
+-- name: split_nullable/from_start
+-- @p1 = bigint 1001
+-- @p2 = bigint 1000
+-- @p3 = bigint 1
+SELECT [n].[b] FROM (SELECT [s].[b] FROM (
+SELECT [q0].[b] FROM (SELECT TOP (@p1) [b] FROM [dbo].[nk] ORDER BY [b]) AS [q0]
+) AS [s] ORDER BY [s].[b] OFFSET @p2 ROWS FETCH NEXT 1 ROWS ONLY) AS [v]
+CROSS APPLY (SELECT TOP (@p3) [t].[b] FROM [dbo].[nk] AS [t] WHERE [t].[b] IS NOT NULL AND ([v].[b] IS NULL OR [t].[b] >= [v].[b]) ORDER BY [t].[b]) AS [n];
+
+-- name: split_nullable/from_null
+-- @p1 = bigint 1001
+-- @p2 = bigint 1000
+-- @p3 = bigint 1
+SELECT [n].[b] FROM (SELECT [s].[b] FROM (
+SELECT [q0].[b] FROM (SELECT TOP (@p1) [b] FROM [dbo].[nk] ORDER BY [b]) AS [q0]
+) AS [s] ORDER BY [s].[b] OFFSET @p2 ROWS FETCH NEXT 1 ROWS ONLY) AS [v]
+CROSS APPLY (SELECT TOP (@p3) [t].[b] FROM [dbo].[nk] AS [t] WHERE [t].[b] IS NOT NULL AND ([v].[b] IS NULL OR [t].[b] >= [v].[b]) ORDER BY [t].[b]) AS [n];
+
+-- name: split_nullable/from_key
+-- @p1 = bigint 1001
+-- @p2 = bigint 40
+-- @p3 = bigint 1000
+-- @p4 = bigint 1
+SELECT [n].[b] FROM (SELECT [s].[b] FROM (
+SELECT [q0].[b] FROM (SELECT TOP (@p1) [b] FROM [dbo].[nk] WHERE [b] >= CAST(@p2 AS int) ORDER BY [b]) AS [q0]
+) AS [s] ORDER BY [s].[b] OFFSET @p3 ROWS FETCH NEXT 1 ROWS ONLY) AS [v]
+CROSS APPLY (SELECT TOP (@p4) [t].[b] FROM [dbo].[nk] AS [t] WHERE [t].[b] > CAST(@p2 AS int) AND ([v].[b] IS NULL OR [t].[b] >= [v].[b]) ORDER BY [t].[b]) AS [n];
+
+-- name: split_greek/from_key
+-- @p1 = bigint 4
+-- @p2 = nvarchar N'Δέλτα'
+-- @p3 = bigint 3
+-- @p4 = bigint 1
+SELECT [n].[name] FROM (SELECT [s].[name] FROM (
+SELECT [q0].[name] FROM (SELECT TOP (@p1) [name] FROM [dbo].[snap_greek] WHERE [name] >= CAST(@p2 COLLATE Greek_CI_AS AS varchar(20)) ORDER BY [name]) AS [q0]
+) AS [s] ORDER BY [s].[name] OFFSET @p3 ROWS FETCH NEXT 1 ROWS ONLY) AS [v]
+CROSS APPLY (SELECT TOP (@p4) [t].[name] FROM [dbo].[snap_greek] AS [t] WHERE [t].[name] > CAST(@p2 COLLATE Greek_CI_AS AS varchar(20)) AND [t].[name] >= [v].[name] ORDER BY [t].[name]) AS [n];
+
+-- name: split_utf8/from_key
+-- @p1 = bigint 101
+-- @p2 = nvarchar N'Kraków'
+-- @p3 = bigint 100
+-- @p4 = bigint 1
+SELECT CAST([n].[name] AS nvarchar(40)) AS [name] FROM (SELECT [s].[name] FROM (
+SELECT [q0].[name] FROM (SELECT TOP (@p1) [name] FROM [dbo].[cities] WHERE [name] >= CAST(@p2 COLLATE Latin1_General_100_CI_AS_SC_UTF8 AS varchar(40)) ORDER BY [name]) AS [q0]
+) AS [s] ORDER BY [s].[name] OFFSET @p3 ROWS FETCH NEXT 1 ROWS ONLY) AS [v]
+CROSS APPLY (SELECT TOP (@p4) [t].[name] FROM [dbo].[cities] AS [t] WHERE [t].[name] > CAST(@p2 COLLATE Latin1_General_100_CI_AS_SC_UTF8 AS varchar(40)) AND [t].[name] >= [v].[name] ORDER BY [t].[name]) AS [n];
+

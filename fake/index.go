@@ -1,0 +1,232 @@
+package fake
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/source"
+)
+
+// index is one index of a table: the primary key's or one of
+// TableDef.Indexes.
+type index struct {
+	name      string
+	colNames  []string
+	cols      []int // positions in the table's columns
+	unique    bool
+	clustered bool
+
+	mu    sync.Mutex
+	base  *rowset // the table version view was built from
+	view  *rowset // base's rows in this index's order
+	order keyOrder
+}
+
+// defineIndexes checks def's key and indexes against t's columns and sets
+// t's indexes; t's key columns are set.
+func (t *table) defineIndexes(def TableDef) error {
+	name := t.String()
+	t.keyless = def.Keyless
+	if !def.Keyless {
+		n := def.KeyIndexName
+		if n == "" {
+			n = "PK_" + t.name
+		}
+		t.pk = &index{name: n, colNames: slices.Clone(t.keyNames), cols: slices.Clone(t.keyIdx), unique: true, clustered: !def.KeyNonclustered, order: t.order}
+		t.indexes = append(t.indexes, t.pk)
+	}
+	for _, d := range def.Indexes {
+		if d.Name == "" || len(d.Columns) == 0 {
+			return fmt.Errorf("fake: create table %s: an index needs a name and columns", name)
+		}
+		ix := &index{name: d.Name, colNames: slices.Clone(d.Columns), unique: d.Unique, clustered: d.Clustered}
+		for _, c := range d.Columns {
+			j := slices.IndexFunc(t.cols, func(tc source.Column) bool { return tc.Name == c })
+			if j < 0 {
+				return fmt.Errorf("fake: create table %s: index %s: column %q is not a column", name, d.Name, c)
+			}
+			kc := t.cols[j].KeyColumn()
+			if kc.Kind == keyrange.KindUnsupported {
+				return fmt.Errorf("fake: create table %s: index %s: column %q has type %s, which cannot be an index key", name, d.Name, c, t.cols[j].Declared())
+			}
+			ix.cols = append(ix.cols, j)
+			ix.order = append(ix.order, newKeyPart(kc))
+		}
+		// A nonclustered index's rows carry the row's locator (the
+		// clustering key; the fake's Key stands for it), which makes
+		// every entry distinct and orders rows of equal index keys.
+		ix.order = append(ix.order, t.order...)
+		t.indexes = append(t.indexes, ix)
+	}
+	clustered := 0
+	for i, ix := range t.indexes {
+		if ix.clustered {
+			clustered++
+		}
+		for _, o := range t.indexes[:i] {
+			if strings.EqualFold(o.name, ix.name) {
+				return fmt.Errorf("fake: create table %s: two indexes are called %s", name, ix.name)
+			}
+		}
+	}
+	if clustered > 1 {
+		return fmt.Errorf("fake: create table %s: more than one clustered index (make the primary key KeyNonclustered)", name)
+	}
+	return nil
+}
+
+// describeIndexes returns the table's indexes as source describes them,
+// clustered first, then by name, and whether the table is a heap.
+func (t *table) describeIndexes() ([]source.Index, bool) {
+	heap := true
+	var out []source.Index
+	for _, ix := range t.indexes {
+		heap = heap && !ix.clustered
+		out = append(out, ix.describe())
+	}
+	slices.SortFunc(out, func(a, b source.Index) int {
+		if a.Clustered != b.Clustered {
+			if a.Clustered {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out, heap
+}
+
+func (ix *index) describe() source.Index {
+	return source.Index{Name: ix.name, Columns: slices.Clone(ix.colNames), Unique: ix.unique, Clustered: ix.clustered}
+}
+
+// rowsOf returns the rows of rs (a version of the table) in ix's order:
+// each row's key is its index key followed by its primary key, so a
+// keyset continuation after the last entry read is exact even where index
+// keys repeat. The view is built once per version.
+func (ix *index) rowsOf(t *table, rs *rowset) *rowset {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.base == rs {
+		return ix.view
+	}
+	rows := make([]*row, 0, rs.n)
+	rs.all(func(r *row) bool {
+		key := make([]any, 0, len(ix.cols)+len(r.key))
+		for i, j := range ix.cols {
+			key = append(key, ix.order[i].normalize(r.vals[j]))
+		}
+		rows = append(rows, &row{key: append(key, r.key...), vals: r.vals})
+		return true
+	})
+	slices.SortFunc(rows, func(a, b *row) int { return ix.order.compare(a.key, b.key) })
+	view := &rowset{n: len(rows)}
+	for len(rows) > 0 {
+		n := min(chunkSize, len(rows))
+		view.chunks = append(view.chunks, &chunk{rows: rows[:n:n]})
+		rows = rows[n:]
+	}
+	ix.base, ix.view = rs, view
+	return view
+}
+
+// access is how a read reaches a table's rows by the key a capture
+// instance (or a SplitOn copy of one) names: through the index whose
+// leading columns are that key, as SQL Server's seek would.
+type access struct {
+	t       *table
+	ix      *index            // the rows' order; nil: the table's own (its Key)
+	scan    bool              // no index leads with the key: every piece reads the whole table
+	keyIdx  []int             // the key's columns' positions in the table
+	keyCols []keyrange.Column // the key's columns: the first of order's
+	order   keyOrder          // the order of the rows' keys
+	unique  bool              // the key identifies one row (ci.UniqueKey)
+	// unusable says why the key cannot order rows (a column that is not
+	// one, or of a type that has no order): only the whole table reads.
+	unusable string
+}
+
+// accessFor returns the access by ci's key: the table's own order when the
+// key is its Key or a prefix of it, else the index leading with the key
+// (in source.CaptureInstance.SplitOn's order). With no index leading with
+// it (none declared, or a Keyless table's own order, which SQL Server would
+// not have), each piece scans: it counts every row of the table as
+// examined. A key the fake cannot order reads only as the whole table.
+func (t *table) accessFor(ci *source.CaptureInstance) *access {
+	a := &access{t: t, unique: ci.UniqueKey()}
+	for _, k := range ci.Key {
+		j := slices.IndexFunc(t.cols, func(c source.Column) bool { return c.Name == k })
+		if j < 0 {
+			a.unusable = fmt.Sprintf("key column %q is not a column of %s", k, t)
+			break
+		}
+		kc := t.cols[j].KeyColumn()
+		if kc.Kind == keyrange.KindUnsupported {
+			a.unusable = fmt.Sprintf("key column %q has type %s, which cannot be ordered", k, t.cols[j].Declared())
+			break
+		}
+		a.keyIdx = append(a.keyIdx, j)
+		a.keyCols = append(a.keyCols, kc)
+	}
+	if a.unusable != "" {
+		// Only the whole table can be read, in any order.
+		a.keyIdx, a.keyCols, a.order = nil, nil, t.order
+		return a
+	}
+	leads := func(cols []int) bool {
+		return len(cols) >= len(a.keyIdx) && slices.Equal(cols[:len(a.keyIdx)], a.keyIdx)
+	}
+	var best *index
+	better := func(a, b *index) bool { // source.CaptureInstance.SplitOn's order
+		switch {
+		case a.clustered != b.clustered:
+			return a.clustered
+		case len(a.cols) != len(b.cols):
+			return len(a.cols) < len(b.cols)
+		case a.unique != b.unique:
+			return a.unique
+		}
+		return a.name < b.name
+	}
+	for _, ix := range t.indexes {
+		if leads(ix.cols) && (best == nil || better(ix, best)) {
+			best = ix
+		}
+	}
+	a.scan = len(a.keyIdx) > 0 && best == nil
+	switch {
+	case leads(t.keyIdx):
+		a.order = t.order
+	case best != nil:
+		a.ix, a.order = best, best.order
+	default:
+		// An order for the read's sake, as a sort would give.
+		a.ix = &index{cols: a.keyIdx}
+		for _, kc := range a.keyCols {
+			a.ix.order = append(a.ix.order, newKeyPart(kc))
+		}
+		a.ix.order = append(a.ix.order, t.order...)
+		a.order = a.ix.order
+	}
+	return a
+}
+
+// rows returns rs, a version of the table, in the access's order.
+func (a *access) rows(rs *rowset) *rowset {
+	if a.ix == nil {
+		return rs
+	}
+	return a.ix.rowsOf(a.t, rs)
+}
+
+// keyOf returns the access key's values of a row's values.
+func (a *access) keyOf(vals []any) keyrange.Tuple {
+	k := make(keyrange.Tuple, len(a.keyIdx))
+	for i, j := range a.keyIdx {
+		k[i] = vals[j]
+	}
+	return k
+}
