@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/lsn"
@@ -85,6 +86,17 @@ type BackfillOptions struct {
 	// one at a time.
 	MaxWaves int
 
+	// RowsPerSecond and Limiter limit the rows read per second, as in
+	// Options: this call's chunks together, and a budget shared with other
+	// snapshots. Zero and nil mean no limit.
+	RowsPerSecond int
+	Limiter       Limiter
+
+	// MeterProvider receives metrics as in Options, recorded per chunk
+	// (MetricPartitions counts chunks) and per wave's commit; a call ends
+	// as one MetricTables outcome. Nil records none.
+	MeterProvider metric.MeterProvider
+
 	// Logger receives decisions and progress. Nil is silent.
 	Logger *slog.Logger
 
@@ -119,6 +131,12 @@ type BackfillPlan struct {
 	Instance source.CaptureInstance `json:"instance"`
 	// LSN is S, recorded before any row was read.
 	LSN lsn.LSN `json:"lsn"`
+	// MaxLSN is sys.fn_cdc_get_max_lsn() as read when S was recorded, as
+	// Plan.MaxLSN: a chunk whose wave is stamped S asks for a database at
+	// least that recent (source.ReadOptions.NotBefore), one stamped above
+	// S (the max LSN its wave read) for its stamp. Zero checks nothing in
+	// the first case.
+	MaxLSN lsn.LSN `json:"max_lsn,omitzero"`
 	// CommitTS is the commit time of S.
 	CommitTS time.Time `json:"commit_ts"`
 	// Strategy is "keyset" or "single"; Reason says why the table is one
@@ -198,9 +216,9 @@ func (o BackfillOptions) withDefaults() (BackfillOptions, error) {
 	if o.CaptureInstance == "" {
 		return o, fmt.Errorf("%w: CaptureInstance is empty", ErrInvalidOptions)
 	}
-	if o.ChunkRows < 0 || o.Chunks < 0 || o.WaveChunks < 0 || o.Parallelism < 0 || o.BatchRows < 0 || o.MaxWaves < 0 {
-		return o, fmt.Errorf("%w: ChunkRows (%d), Chunks (%d), WaveChunks (%d), Parallelism (%d), BatchRows (%d) and MaxWaves (%d) must not be negative",
-			ErrInvalidOptions, o.ChunkRows, o.Chunks, o.WaveChunks, o.Parallelism, o.BatchRows, o.MaxWaves)
+	if o.ChunkRows < 0 || o.Chunks < 0 || o.WaveChunks < 0 || o.Parallelism < 0 || o.BatchRows < 0 || o.MaxWaves < 0 || o.RowsPerSecond < 0 {
+		return o, fmt.Errorf("%w: ChunkRows (%d), Chunks (%d), WaveChunks (%d), Parallelism (%d), BatchRows (%d), MaxWaves (%d) and RowsPerSecond (%d) must not be negative",
+			ErrInvalidOptions, o.ChunkRows, o.Chunks, o.WaveChunks, o.Parallelism, o.BatchRows, o.MaxWaves, o.RowsPerSecond)
 	}
 	if o.Isolation != source.ReadCommitted && o.Isolation != source.Snapshot {
 		return o, fmt.Errorf("%w: unknown isolation level %d", ErrInvalidOptions, o.Isolation)
@@ -233,11 +251,21 @@ func (o BackfillOptions) withDefaults() (BackfillOptions, error) {
 // resumed by the next call; parts written for the failed wave never become
 // visible.
 func Backfill(ctx context.Context, src source.Source, dst sink.ChunkSink, opts BackfillOptions) (BackfillResult, error) {
-	start := time.Now()
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return BackfillResult{}, err
 	}
+	m, err := newMetrics(opts.MeterProvider, opts.CaptureInstance)
+	if err != nil {
+		return BackfillResult{}, err
+	}
+	res, err := backfill(ctx, src, dst, opts, newRun(opts.RowsPerSecond, opts.Limiter, m))
+	m.ended(ctx, Result{Existing: res.Existing}, err)
+	return res, err
+}
+
+func backfill(ctx context.Context, src source.Source, dst sink.ChunkSink, opts BackfillOptions, run *run) (BackfillResult, error) {
+	start := time.Now()
 	plan, st, res, err := openBackfill(ctx, src, dst, opts)
 	if err != nil || res.Existing {
 		return res, err
@@ -259,7 +287,7 @@ func Backfill(ctx context.Context, src source.Source, dst sink.ChunkSink, opts B
 		if err := ctx.Err(); err != nil {
 			return res, fmt.Errorf("backfill %q: before chunk %d: %w", plan.CaptureInstance, st.Committed, err)
 		}
-		next, rows, err := runWave(ctx, src, dst, plan, info, st, opts, func(delta int64) {
+		next, rows, err := runWave(ctx, src, dst, plan, info, st, opts, run, func(delta int64) {
 			rowsMu.Lock()
 			res.Rows += delta
 			rowsMu.Unlock()
@@ -399,7 +427,7 @@ func newBackfillPlan(ctx context.Context, src source.Source, opts BackfillOption
 	if err != nil {
 		return nil, err
 	}
-	o, err := open(ctx, src, opts.CaptureInstance, opts.Logger, check)
+	o, err := open(ctx, src, opts.CaptureInstance, "", opts.Logger, check)
 	if err != nil {
 		return nil, fmt.Errorf("backfill %q: %w", opts.CaptureInstance, err)
 	}
@@ -409,6 +437,7 @@ func newBackfillPlan(ctx context.Context, src source.Source, opts BackfillOption
 		CaptureInstance: opts.CaptureInstance,
 		Instance:        *ci,
 		LSN:             s,
+		MaxLSN:          o.maxLSN,
 		CommitTS:        o.commitTS,
 		ChunkRows:       opts.ChunkRows,
 		EstimatedRows:   o.estimatedRows,
@@ -479,7 +508,7 @@ func planChunks(ctx context.Context, src source.Source, ci *source.CaptureInstan
 // runWave reads and commits the next wave of chunks. It returns the sink's
 // state after the commit and the rows committed. rows, when non-nil, is
 // called with the rows each batch adds.
-func runWave(ctx context.Context, src source.Source, dst sink.ChunkSink, plan *BackfillPlan, info sink.Info, st sink.Chunked, opts BackfillOptions, rows func(int64)) (sink.Chunked, int64, error) {
+func runWave(ctx context.Context, src source.Source, dst sink.ChunkSink, plan *BackfillPlan, info sink.Info, st sink.Chunked, opts BackfillOptions, run *run, rows func(int64)) (sink.Chunked, int64, error) {
 	first := st.Committed
 	end := min(first+plan.WaveChunks, len(plan.Ranges))
 	wave := sink.Wave{Number: first / plan.WaveChunks}
@@ -518,17 +547,19 @@ func runWave(ctx context.Context, src source.Source, dst sink.ChunkSink, plan *B
 			}
 			defer func() { <-sem }()
 			var last int64
-			part, err := ExecuteChunk(ctx, src, dst, plan, first+i, wave, func(r int64) {
+			began := time.Now()
+			part, err := executeChunk(ctx, src, dst, plan, first+i, wave, func(r int64) {
 				if rows != nil {
 					rows(r - last)
 				}
 				last = r
-			})
+			}, run)
 			if err != nil {
 				errs[i] = err
 				cancel()
 				return
 			}
+			run.metrics.partitionWritten(ctx, part.Rows, part.Bytes, time.Since(began))
 			parts[i] = part
 		}()
 	}
@@ -540,7 +571,9 @@ func runWave(ctx context.Context, src source.Source, dst sink.ChunkSink, plan *B
 	for _, p := range parts {
 		total += p.Rows
 	}
+	began := time.Now()
 	next, err := dst.CommitChunks(ctx, info, wave, parts)
+	run.metrics.committed(ctx, time.Since(began))
 	if err != nil {
 		return next, 0, fmt.Errorf("backfill %q: committing wave %d (chunks %d..%d): %w", plan.CaptureInstance, wave.Number, first, end-1, err)
 	}
@@ -568,12 +601,20 @@ func firstError(errs []error) error {
 // It can run on any process that has the plan. progress, when non-nil, is
 // called with the rows written so far in this chunk after each batch.
 func ExecuteChunk(ctx context.Context, src source.Source, dst sink.Sink, plan *BackfillPlan, i int, wave sink.Wave, progress func(rows int64)) (sink.Part, error) {
+	return executeChunk(ctx, src, dst, plan, i, wave, progress, nil)
+}
+
+// executeChunk is ExecuteChunk, reading through run's budgets and metrics.
+func executeChunk(ctx context.Context, src source.Source, dst sink.Sink, plan *BackfillPlan, i int, wave sink.Wave, progress func(rows int64), run *run) (sink.Part, error) {
 	key, err := plan.Instance.KeyColumns()
 	if err == nil {
 		err = validateRanges(plan.Ranges, key)
 	}
 	if err == nil {
-		if err = checkReadAhead(plan.ReadAhead); err != nil {
+		if err = checkReadAhead(plan.ReadAhead); err == nil {
+			err = checkMaxLSN(plan.MaxLSN, plan.LSN)
+		}
+		if err != nil {
 			err = fmt.Errorf("%w: %v", ErrInvalidPlan, err)
 		}
 	}
@@ -591,7 +632,13 @@ func ExecuteChunk(ctx context.Context, src source.Source, dst sink.Sink, plan *B
 		return sink.Part{}, fmt.Errorf("backfill %q: %w", plan.CaptureInstance, err)
 	}
 	r := plan.Ranges[i]
-	rr, err := readRange(ctx, src, &plan.Instance, r, source.ReadOptions{Isolation: plan.Isolation, BatchRows: plan.BatchRows}, plan.ReadAhead)
+	// A stamp above S is the max LSN the wave read; S may be a new
+	// instance's start_lsn - 1, above the max LSN (see Plan.MaxLSN).
+	notBefore := wave.Stamp
+	if !plan.LSN.Less(wave.Stamp) {
+		notBefore = plan.MaxLSN
+	}
+	rr, err := readRange(ctx, src, &plan.Instance, r, source.ReadOptions{Isolation: plan.Isolation, BatchRows: plan.BatchRows, NotBefore: notBefore}, plan.ReadAhead, run)
 	if err != nil {
 		return sink.Part{}, fmt.Errorf("backfill %q: reading chunk %d (%s): %w", plan.CaptureInstance, i, r, err)
 	}

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/cdcsnap/cdcsnap/source"
 )
 
@@ -24,6 +26,27 @@ type Options struct {
 	// bound safely is read as one range (the reason is logged).
 	Partitions int
 
+	// SplitColumn, when set, is the captured column the table is cut into
+	// ranges on instead of the capture instance's key: for a table whose
+	// instance has no unique index (which is otherwise read as one range),
+	// or to cut on another column. It must lead an index of the table
+	// (source.CaptureInstance.SplitOn picks among those: the clustered
+	// one first, then the one with the fewest key columns, then a unique
+	// one, then by name), unique or not; ranges of a column whose values repeat still
+	// read every row exactly once (NULLs in the first range), though a
+	// run of one value is never cut, so a column of few distinct values
+	// gives fewer, unequal partitions. Empty means the key. The plan
+	// records it, so a resumed or fanned-out plan reads the same ranges.
+	// Exactly once holds for rows whose split value does not change
+	// while the snapshot reads: each partition is its own statement, so a
+	// row updated from a range not yet read into one already read is
+	// missed, and the other way round read twice. With a unique key the
+	// latest-image merge and the stream repair that; a table without one
+	// cannot be repaired, so choose a column that is never updated
+	// (an identity, an insert time) or read it as one range. The plan
+	// carries a warning when the table has no unique key.
+	SplitColumn string
+
 	// Parallelism caps how many partitions are read (and written) at once;
 	// zero means the smaller of Partitions and max(2, GOMAXPROCS). Memory
 	// grows with it: each partition in flight holds a batch and a Parquet
@@ -31,6 +54,11 @@ type Options struct {
 	Parallelism int
 
 	// Isolation is the read's isolation level; zero is READ COMMITTED.
+	// Whatever it is, every partition read also asks the source for a
+	// database at least as recent as the plan's max LSN (Plan.MaxLSN), so
+	// a read on a readable secondary that is behind fails with
+	// source.ErrReplicaBehind instead of reading older rows (see "Reading
+	// from a readable secondary" in the package doc).
 	Isolation source.Isolation
 
 	// BatchRows caps the rows per record batch; zero means the source's
@@ -64,6 +92,34 @@ type Options struct {
 	// (a process resuming it at that moment may still commit it, after the
 	// same checks). Ignored when ResumeWithin is negative.
 	DiscardPartial bool
+
+	// RowsPerSecond caps the rows this snapshot reads from the source per
+	// second, all its partitions together; zero means no limit, negative
+	// is refused. Each batch's rows are paid for as it arrives, before it
+	// is handed on (with read-ahead, the reading goroutine waits, so the
+	// source is read no faster), so the rate holds from the first row over
+	// any stretch longer than a batch. Waits end when ctx is done. It
+	// limits this call only: Execute, called alone by a fan-out worker,
+	// reads unthrottled. A paused read keeps its statement open: under
+	// locking READ COMMITTED the server may hold the lock of the row or
+	// page it stopped at, and under SNAPSHOT the version store keeps its
+	// versions, for as long as the pause lasts (not measured on a server
+	// here); a database with READ_COMMITTED_SNAPSHOT on takes no such lock.
+	RowsPerSecond int
+
+	// Limiter, when set, is a rows-per-second budget shared by every
+	// snapshot (or Backfill) given the same one, on top of RowsPerSecond:
+	// pass one *rate.Limiter (golang.org/x/time/rate) to all the snapshots
+	// a process runs at once to cap them together. Every row read takes a
+	// token; a batch larger than the limiter's burst waits in pieces. Nil
+	// means no shared limit. A limiter with a finite rate needs a burst of
+	// at least 1.
+	Limiter Limiter
+
+	// MeterProvider receives the snapshot's metrics through
+	// OpenTelemetry's metric API (names, units and attributes in the
+	// package doc, Metrics). Nil records none.
+	MeterProvider metric.MeterProvider
 
 	// Logger receives progress and decisions (the partition strategy and
 	// why). Nil is silent.
@@ -104,18 +160,34 @@ const defaultPartitions = 4
 // (https://docs.databricks.com/sql/language-manual/delta-vacuum.html).
 const defaultResumeWithin = 6 * 24 * time.Hour
 
-func (o Options) withDefaults() (Options, error) {
+// Validate reports why o cannot work, as Take, Bootstrap and Plan would
+// before any I/O: an empty CaptureInstance, a negative Partitions,
+// Parallelism, BatchRows or RowsPerSecond, an unknown Isolation, or a
+// ReadAhead out of range. The error wraps ErrInvalidOptions. It does not
+// check what needs the source (that CaptureInstance exists, that
+// SplitColumn leads an index).
+func (o Options) Validate() error {
 	if o.CaptureInstance == "" {
-		return o, fmt.Errorf("%w: CaptureInstance is empty", ErrInvalidOptions)
+		return fmt.Errorf("%w: CaptureInstance is empty", ErrInvalidOptions)
 	}
 	if o.Partitions < 0 || o.Parallelism < 0 || o.BatchRows < 0 {
-		return o, fmt.Errorf("%w: Partitions (%d), Parallelism (%d) and BatchRows (%d) must not be negative", ErrInvalidOptions, o.Partitions, o.Parallelism, o.BatchRows)
+		return fmt.Errorf("%w: Partitions (%d), Parallelism (%d) and BatchRows (%d) must not be negative", ErrInvalidOptions, o.Partitions, o.Parallelism, o.BatchRows)
 	}
 	if o.Isolation != source.ReadCommitted && o.Isolation != source.Snapshot {
-		return o, fmt.Errorf("%w: unknown isolation level %d", ErrInvalidOptions, o.Isolation)
+		return fmt.Errorf("%w: unknown isolation level %d", ErrInvalidOptions, o.Isolation)
 	}
 	if err := checkReadAhead(o.ReadAhead); err != nil {
-		return o, fmt.Errorf("%w: %v", ErrInvalidOptions, err)
+		return fmt.Errorf("%w: %v", ErrInvalidOptions, err)
+	}
+	if o.RowsPerSecond < 0 {
+		return fmt.Errorf("%w: RowsPerSecond (%d) must not be negative", ErrInvalidOptions, o.RowsPerSecond)
+	}
+	return nil
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if err := o.Validate(); err != nil {
+		return o, err
 	}
 	if o.Partitions == 0 {
 		o.Partitions = defaultPartitions

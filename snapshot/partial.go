@@ -237,8 +237,12 @@ func usablePartial(ctx context.Context, src source.Source, p sink.Partial, repla
 		return nil, "", err
 	}
 	// The read tuning is this run's (a rerun after running out of memory
-	// lowers it); what the partitions mean is the plan's.
+	// lowers it); what the partitions mean is the plan's, its split column
+	// too: its ranges hold every row once as they are.
 	plan.BatchRows, plan.ReadAhead = opts.BatchRows, opts.ReadAhead
+	if plan.SplitColumn != opts.SplitColumn {
+		opts.Logger.InfoContext(ctx, "the partial snapshot keeps its own split column", "capture_instance", opts.CaptureInstance, "plan_split_column", plan.SplitColumn, "options_split_column", opts.SplitColumn)
+	}
 	return &plan, "", nil
 }
 
@@ -272,6 +276,13 @@ func (p *Plan) CheckUsable(ctx context.Context, src source.Source) error {
 	}
 	if err != nil {
 		return fmt.Errorf("snapshot %q: checking the capture instance: %w", p.CaptureInstance, err)
+	}
+	if p.SplitColumn != "" {
+		// Compare with the copy the plan read: keyed on the split column,
+		// through an index that must still lead with it.
+		if ci, err = ci.SplitOn(p.SplitColumn); err != nil {
+			return fmt.Errorf("snapshot %q: %w: %w", p.CaptureInstance, ErrStale, err)
+		}
 	}
 	if what := instanceChange(&p.Instance, ci); what != "" {
 		return fmt.Errorf("snapshot %q: %w: %s", p.CaptureInstance, ErrStale, what)

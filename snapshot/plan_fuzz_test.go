@@ -180,6 +180,9 @@ func FuzzPlanJSON(f *testing.F) {
 	f.Add([]byte(`{"id":"p","ranges":[{"lo":[1],"hi":[0]}],"lsn":"0x00"}`))
 	f.Add([]byte(`{"id":"","ranges":null}`))
 	f.Add([]byte(`{"id":"p","instance":{"name":"dbo_t","columns":[{"name":"_operation","type":"int"}]},"ranges":[{},{}]}`))
+	f.Add([]byte(`{"id":"p","capture_instance":"dbo_t","instance":{"name":"dbo_t","columns":[{"name":"id","type":"bigint"},{"name":"v","type":"nvarchar(10)"}],"key":["v"],"key_index":{"name":"IX_v","columns":["v"],"unique":false}},"split_column":"v","lsn":"0x0000002A00000F380001","ranges":[{"index":0,"upper":["b"]},{"index":1,"lower":["b"]}],"strategy":"keyset"}`))
+	f.Add([]byte(`{"id":"p","capture_instance":"dbo_t","instance":{"name":"dbo_t","columns":[{"name":"id","type":"bigint"}],"key":["id"]},"split_column":"v","lsn":"0x0000002A00000F380001","ranges":[{}],"strategy":"single"}`))
+	f.Add([]byte(`{"id":"p","capture_instance":"dbo_t","instance":{"name":"dbo_t","columns":[{"name":"id","type":"bigint"}],"key":["id"]},"lsn":"0x0000002A00000F380001","max_lsn":"0x0000002A00000F380002","ranges":[{}],"strategy":"single"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var p snapshot.Plan
 		if err := json.Unmarshal(b, &p); err != nil {

@@ -42,11 +42,17 @@ func checkReadAhead(n int) error {
 }
 
 // readRange opens range r of ci for reading, readAhead batches (a
-// ReadAhead value) ahead of the caller.
-func readRange(ctx context.Context, src source.Source, ci *source.CaptureInstance, r keyrange.Range, opts source.ReadOptions, readAhead int) (array.RecordReader, error) {
+// ReadAhead value) ahead of the caller, through run's row budgets and
+// metrics (nil: none). With read-ahead, its goroutine waits for the
+// budgets, so the source is read no faster than they allow.
+func readRange(ctx context.Context, src source.Source, ci *source.CaptureInstance, r keyrange.Range, opts source.ReadOptions, readAhead int, run *run) (array.RecordReader, error) {
 	depth := readAheadDepth(readAhead)
 	if depth == 0 {
-		return src.ReadRange(ctx, ci, r, opts)
+		in, err := src.ReadRange(ctx, ci, r, opts)
+		if err != nil {
+			return nil, err
+		}
+		return run.wrap(ctx, in), nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	in, err := src.ReadRange(ctx, ci, r, opts)
@@ -54,7 +60,7 @@ func readRange(ctx context.Context, src source.Source, ci *source.CaptureInstanc
 		cancel()
 		return nil, err
 	}
-	return newReadAhead(in, depth, cancel), nil
+	return newReadAhead(run.wrap(ctx, in), depth, cancel), nil
 }
 
 // newReadAhead starts reading in, depth batches ahead; cancel cancels the

@@ -29,6 +29,68 @@
 // LSNs as bronze rows, appended per batch, with source.ErrDataLoss after
 // retention cleanup and an optional re-snapshot. Image is the latest-image
 // merge, for verification.
+//
+// # A light touch on the source
+//
+// Options.RowsPerSecond caps the rows one snapshot reads per second, all
+// its partitions together; Options.Limiter is a budget shared by every
+// snapshot given the same one (a *rate.Limiter of golang.org/x/time/rate),
+// to cap a process that bootstraps many tables at once. Both apply to
+// Backfill too (BackfillOptions). Rows are paid for batch by batch as the
+// source returns them; waits end with the context.
+//
+// # Reading from a readable secondary
+//
+// A source whose connections can land on different replicas (a DSN with
+// ApplicationIntent=ReadOnly behind an availability group listener:
+// source/sqlserver's doc) may plan on one replica and read a partition on
+// another that has not yet applied the log up to L0. Every partition read
+// therefore asks the source for a database at least as recent as the max
+// LSN the plan read (Plan.MaxLSN, source.ReadOptions.NotBefore; for a
+// chunk of Backfill, its wave's stamp), and a replica behind it refuses
+// the read with source.ErrReplicaBehind: the snapshot fails and commits
+// nothing, and a rerun after the replica caught up resumes the same plan
+// (with a sink that records partial snapshots), reading only what is
+// missing. A new capture instance on a quiet database, whose L0 is its
+// start_lsn - 1 (above every max LSN so far), is checked against that
+// max LSN, not L0, so it is never refused for it.
+//
+// # Tables without a unique index
+//
+// A capture instance without a unique index has no key to cut into
+// ranges and is read as one range (Plan.Reason says so, and which option
+// to set). Options.SplitColumn names an indexed column to cut on instead,
+// unique or not: complementary range predicates read every row exactly
+// once, NULLs in the first range. The plan records the split column, so a
+// resumed or fanned-out snapshot reads the same ranges.
+//
+// # Metrics
+//
+// With Options.MeterProvider (or BackfillOptions.MeterProvider) set, a
+// snapshot records these instruments through OpenTelemetry's metric API
+// (instrumentation scope github.com/cdcsnap/cdcsnap/snapshot; the package
+// depends on the API only, never the SDK). Every measurement carries the
+// attribute cdcsnap.capture_instance, the capture instance as the options
+// name it; cdcsnap.snapshot.tables also carries cdcsnap.snapshot.outcome.
+//
+//	name                                  kind       unit         what
+//	cdcsnap.snapshot.read.rows            counter    {row}        rows read from the source
+//	cdcsnap.snapshot.read.size            counter    By           bytes of the Arrow buffers of those rows
+//	cdcsnap.snapshot.written.rows         counter    {row}        rows of each partition (chunk) written to the sink
+//	cdcsnap.snapshot.written.size         counter    By           bytes written, as the sink reports them (sink.Part.Bytes)
+//	cdcsnap.snapshot.partitions           counter    {partition}  partitions (chunks) read and written
+//	cdcsnap.snapshot.tables               counter    {table}      Take, Bootstrap or Backfill calls ended, by outcome
+//	cdcsnap.snapshot.partition.duration   histogram  s            time to read a partition and write it to the sink
+//	cdcsnap.snapshot.commit.duration      histogram  s            time of the sink's commit (of a snapshot, or of a wave)
+//	cdcsnap.snapshot.throttle.time        counter    s            time reads waited for the rows-per-second limits
+//
+// cdcsnap.snapshot.outcome is committed (a new snapshot), existing (the
+// sink held it, or another process committed first), stale (ErrStale),
+// canceled (the context ended) or failed. Rows read count every batch the
+// source returned, also those of a partition that then failed; rows
+// written count finished partitions only, so after a failure and a
+// resumed rerun the written rows add up to the table once. Partitions a
+// rerun resumes are not counted again.
 package snapshot
 
 import (
@@ -38,6 +100,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -91,8 +156,25 @@ type Plan struct {
 	Instance source.CaptureInstance `json:"instance"`
 	// LSN is L0, recorded before any row was read.
 	LSN lsn.LSN `json:"lsn"`
+	// MaxLSN is sys.fn_cdc_get_max_lsn() as read when LSN was recorded:
+	// LSN itself, or below it when LSN is a new instance's start_lsn - 1
+	// (a quiet database, whose max LSN stays below that). Every partition
+	// read asks for a database at least that recent
+	// (source.ReadOptions.NotBefore), so a read that lands on a readable
+	// secondary whose redo is behind it fails with source.ErrReplicaBehind
+	// instead of reading rows older than LSN, which the stream, starting
+	// after LSN, would never correct; a rerun resumes once the replica
+	// has caught up. LSN is never checked itself: on a quiet database no
+	// replica reaches it. Zero, in a plan written before it was recorded
+	// or when nothing was captured yet, checks nothing. A resumed plan
+	// keeps its own.
+	MaxLSN lsn.LSN `json:"max_lsn,omitzero"`
 	// CommitTS is the commit time of LSN.
 	CommitTS time.Time `json:"commit_ts"`
+	// SplitColumn is Options.SplitColumn: when set, Instance is the
+	// resolved instance's SplitOn copy, whose Key is this one column and
+	// whose KeyIndex is the index that seeks on it, and Ranges cut it.
+	SplitColumn string `json:"split_column,omitempty"`
 	// Strategy says how the key was cut ("uniform", "keyset", "single").
 	Strategy string `json:"strategy"`
 	// Reason says why the key is read as one range, when it is.
@@ -141,9 +223,20 @@ func Take(ctx context.Context, src source.Source, dst sink.Sink, opts Options) (
 	if err != nil {
 		return Result{}, err
 	}
+	m, err := newMetrics(opts.MeterProvider, opts.CaptureInstance)
+	if err != nil {
+		return Result{}, err
+	}
+	res, err := take(ctx, src, dst, opts, newRun(opts.RowsPerSecond, opts.Limiter, m))
+	m.ended(ctx, res, err)
+	return res, err
+}
+
+func take(ctx context.Context, src source.Source, dst sink.Sink, opts Options, run *run) (Result, error) {
 	var (
 		prep  *Prepared
 		parts []sink.Part
+		err   error
 	)
 	for attempt := 0; ; attempt++ {
 		prep, err = Prepare(ctx, src, dst, opts)
@@ -153,7 +246,7 @@ func Take(ctx context.Context, src source.Source, dst sink.Sink, opts Options) (
 		if prep.Existing != nil {
 			return *prep.Existing, nil
 		}
-		parts, err = executeAll(ctx, src, dst, prep, opts)
+		parts, err = executeAll(ctx, src, dst, prep, opts, run)
 		if !errors.Is(err, ErrPlanDropped) || attempt == 2 {
 			break
 		}
@@ -168,7 +261,7 @@ func Take(ctx context.Context, src source.Source, dst sink.Sink, opts Options) (
 	if err != nil {
 		return Result{}, err
 	}
-	res, err := CommitUsable(ctx, src, dst, prep.Plan, parts, opts.Logger)
+	res, err := commitUsable(ctx, src, dst, prep.Plan, parts, opts.Logger, run.metrics)
 	if err != nil || res.Existing {
 		return res, err
 	}
@@ -210,7 +303,7 @@ func newPlan(ctx context.Context, src source.Source, opts Options, check func(*a
 	if err != nil {
 		return nil, err
 	}
-	o, err := open(ctx, src, opts.CaptureInstance, opts.Logger, check)
+	o, err := open(ctx, src, opts.CaptureInstance, opts.SplitColumn, opts.Logger, check)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %q: %w", opts.CaptureInstance, err)
 	}
@@ -219,7 +312,9 @@ func newPlan(ctx context.Context, src source.Source, opts Options, check func(*a
 		ID:              o.id,
 		CaptureInstance: opts.CaptureInstance,
 		Instance:        *ci,
+		SplitColumn:     opts.SplitColumn,
 		LSN:             l0,
+		MaxLSN:          o.maxLSN,
 		CommitTS:        o.commitTS,
 		Isolation:       opts.Isolation,
 		BatchRows:       opts.BatchRows,
@@ -229,30 +324,45 @@ func newPlan(ctx context.Context, src source.Source, opts Options, check func(*a
 	if err := planRanges(ctx, src, ci, plan, opts); err != nil {
 		return nil, fmt.Errorf("snapshot %q: planning partitions: %w", opts.CaptureInstance, err)
 	}
+	if o.keyless && len(plan.Ranges) > 1 {
+		w := fmt.Sprintf("the table has no unique key and is cut on %s: a row whose %s changes while the snapshot reads can be missed or read twice, and nothing repairs it (see Options.SplitColumn)", opts.SplitColumn, opts.SplitColumn)
+		plan.Warnings = append(plan.Warnings, w)
+		opts.Logger.WarnContext(ctx, w, "capture_instance", ci.Name)
+	}
 	opts.Logger.InfoContext(ctx, "snapshot planned", "capture_instance", ci.Name, "lsn", l0, "commit_ts", plan.CommitTS,
 		"strategy", plan.Strategy, "partitions", len(plan.Ranges), "estimated_rows", plan.EstimatedRows)
 	return plan, nil
 }
 
 // opening is what every snapshot, whole or chunked, records before it
-// reads: the resolved capture instance, its LSN and commit time, a new plan
-// id, and the row count of metadata (-1 when unavailable).
+// reads: the resolved capture instance, its LSN, the max LSN it came from
+// and its commit time, a new plan id, and the row count of metadata (-1
+// when unavailable).
 type opening struct {
 	ci            *source.CaptureInstance
 	lsn           lsn.LSN
+	maxLSN        lsn.LSN // as read: at or below lsn
 	commitTS      time.Time
 	id            string
 	estimatedRows int64
+	keyless       bool // the instance has no unique key (before any SplitOn)
 }
 
-// open resolves the capture instance (rule 1), checks that its columns make
-// a bronze schema the target can take (check, when not nil: the sink's
-// sink.Checker), and only then records the snapshot's LSN (rule 3) and
-// commit time.
-func open(ctx context.Context, src source.Source, name string, logger *slog.Logger, check func(*arrow.Schema) error) (opening, error) {
+// open resolves the capture instance (rule 1) and, when split is set, takes
+// its copy keyed on that column (source.CaptureInstance.SplitOn); checks
+// that its columns make a bronze schema the target can take (check, when
+// not nil: the sink's sink.Checker), and only then records the snapshot's
+// LSN (rule 3) and commit time.
+func open(ctx context.Context, src source.Source, name, split string, logger *slog.Logger, check func(*arrow.Schema) error) (opening, error) {
 	ci, err := src.CaptureInstance(ctx, name)
 	if err != nil {
 		return opening{}, err
+	}
+	keyless := len(ci.Key) == 0
+	if split != "" {
+		if ci, err = ci.SplitOn(split); err != nil {
+			return opening{}, fmt.Errorf("%w: SplitColumn: %w", ErrInvalidOptions, err)
+		}
 	}
 	captured, err := source.ArrowSchema(ci.Columns)
 	if err != nil {
@@ -267,7 +377,7 @@ func open(ctx context.Context, src source.Source, name string, logger *slog.Logg
 			return opening{}, fmt.Errorf("the target cannot take capture instance %q: %w", ci.Name, err)
 		}
 	}
-	at, err := startLSN(ctx, src, ci)
+	at, maxLSN, err := startLSN(ctx, src, ci)
 	if err != nil {
 		return opening{}, err
 	}
@@ -279,7 +389,7 @@ func open(ctx context.Context, src source.Source, name string, logger *slog.Logg
 	if _, err := rand.Read(id); err != nil {
 		return opening{}, fmt.Errorf("plan id: %w", err)
 	}
-	o := opening{ci: ci, lsn: at, commitTS: commitTS.UTC(), id: hex.EncodeToString(id), estimatedRows: -1}
+	o := opening{ci: ci, lsn: at, maxLSN: maxLSN, commitTS: commitTS.UTC(), id: hex.EncodeToString(id), estimatedRows: -1, keyless: keyless}
 	if n, err := src.RowCount(ctx, ci); err == nil {
 		o.estimatedRows = n
 	} else {
@@ -289,16 +399,18 @@ func open(ctx context.Context, src source.Source, name string, logger *slog.Logg
 }
 
 // startLSN is rule 3: max LSN, or start_lsn - 1 when capture has not reached
-// a new instance yet (min LSN is NULL meanwhile).
-func startLSN(ctx context.Context, src source.Source, ci *source.CaptureInstance) (lsn.LSN, error) {
-	maxLSN, err := src.MaxLSN(ctx)
+// a new instance yet (min LSN is NULL meanwhile). It returns the max LSN as
+// read too: what reads must see (Plan.MaxLSN).
+func startLSN(ctx context.Context, src source.Source, ci *source.CaptureInstance) (at, maxLSN lsn.LSN, err error) {
+	maxLSN, err = src.MaxLSN(ctx)
 	if err != nil {
-		return lsn.LSN{}, fmt.Errorf("max LSN: %w", err)
+		return lsn.LSN{}, lsn.LSN{}, fmt.Errorf("max LSN: %w", err)
 	}
 	if ci.StartLSN.Compare(maxLSN) > 0 {
-		return ci.StartLSN.Prev()
+		at, err = ci.StartLSN.Prev()
+		return at, maxLSN, err
 	}
-	return maxLSN, nil
+	return maxLSN, maxLSN, nil
 }
 
 func planRanges(ctx context.Context, src source.Source, ci *source.CaptureInstance, plan *Plan, opts Options) error {
@@ -307,6 +419,9 @@ func planRanges(ctx context.Context, src source.Source, ci *source.CaptureInstan
 		return err
 	}
 	strategy, reason := keyrange.Choose(key, opts.Partitions)
+	if len(key) == 0 && opts.Partitions > 1 {
+		reason = noKeyReason(ci)
+	}
 	plan.Strategy, plan.Reason = strategy.String(), reason
 	if w := keyIndexWarning(ci); w != "" && strategy != keyrange.Single {
 		plan.Warnings = append(plan.Warnings, w)
@@ -329,8 +444,11 @@ func planRanges(ctx context.Context, src source.Source, ci *source.CaptureInstan
 			plan.Reason = "no row count to plan keyset ranges from"
 			break
 		}
-		plan.Ranges, err = keyrange.NTile(ctx, seeker{src, ci, opts.Isolation}, plan.EstimatedRows, opts.Partitions)
+		ranges, err := keyrange.NTile(ctx, seeker{src, ci, opts.Isolation}, plan.EstimatedRows, opts.Partitions)
 		if err != nil {
+			return err
+		}
+		if plan.Ranges, err = dropEmptyRanges(ranges, key); err != nil {
 			return err
 		}
 	default:
@@ -340,6 +458,52 @@ func planRanges(ctx context.Context, src source.Source, ci *source.CaptureInstan
 		opts.Logger.InfoContext(ctx, "reading the table as one partition", "capture_instance", ci.Name, "reason", plan.Reason)
 	}
 	return nil
+}
+
+// noKeyReason says why a capture instance without a key is read as one
+// range, and which option reads it in parallel.
+func noKeyReason(ci *source.CaptureInstance) string {
+	const why = "the capture instance has no unique index, so it has no key to cut into ranges"
+	var lead []string
+	for _, ix := range ci.Indexes {
+		if len(ix.Columns) > 0 && !slices.Contains(lead, ix.Columns[0]) {
+			lead = append(lead, ix.Columns[0])
+		}
+	}
+	switch {
+	case len(lead) > 0:
+		return fmt.Sprintf("%s: set Options.SplitColumn to the leading column of one of the table's indexes (%s) to read it in ranges", why, strings.Join(lead, ", "))
+	case ci.Heap:
+		return fmt.Sprintf("%s, and the table is a heap without indexes: a range of any column would scan the whole table; create an index and set Options.SplitColumn to its leading column to read it in ranges", why)
+	default:
+		return fmt.Sprintf("%s: set Options.SplitColumn to the leading column of one of the table's indexes to read it in ranges", why)
+	}
+}
+
+// dropEmptyRanges merges each range whose bounds compare equal (a seek
+// over a column whose values repeat may return its start again) into the
+// range before it, renumbering the rest. Merging, not dropping: Go's model
+// of a collation may call two bounds equal that the server orders apart
+// (FACTS.md F53: "aA" and "aa" under Danish_Norwegian_CI_AS), and the rows
+// between them must still belong to a range. The ranges still meet at
+// identical bounds, so every key lies in exactly one range.
+func dropEmptyRanges(ranges []keyrange.Range, key []keyrange.Column) ([]keyrange.Range, error) {
+	out := ranges[:0:0]
+	for _, r := range ranges {
+		if len(out) > 0 && r.Lower != nil && r.Upper != nil {
+			c, err := keyrange.CompareTuples(key, r.Lower, r.Upper)
+			if err != nil {
+				return nil, fmt.Errorf("comparing the bounds of %s: %w", r, err)
+			}
+			if c == 0 {
+				out[len(out)-1].Upper = r.Upper
+				continue
+			}
+		}
+		r.Index = len(out)
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // keyIndexWarning says when ci's key comes from a nonclustered index: a
@@ -383,16 +547,48 @@ var ErrInvalidPlan = errors.New("invalid snapshot plan")
 
 // Validate checks that the plan's ranges tile the key space: at least one,
 // numbered in order, the first open below and the last open above, each
-// upper bound the next range's lower bound, bounds strictly increasing.
+// upper bound the next range's lower bound, bounds strictly increasing;
+// and that MaxLSN is not above LSN (L0 is never below the max LSN it was
+// taken from).
 func (p *Plan) Validate() error {
 	key, err := p.Instance.KeyColumns()
 	if err == nil {
 		err = checkReadAhead(p.ReadAhead)
 	}
+	if err == nil {
+		err = checkMaxLSN(p.MaxLSN, p.LSN)
+	}
+	if err == nil {
+		err = p.checkSplit()
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidPlan, err)
 	}
 	return validateRanges(p.Ranges, key)
+}
+
+// checkMaxLSN checks a plan's recorded max LSN against its LSN.
+func checkMaxLSN(maxLSN, at lsn.LSN) error {
+	if at.Less(maxLSN) {
+		return fmt.Errorf("the max LSN %s it was planned at is above its LSN %s", maxLSN, at)
+	}
+	return nil
+}
+
+// checkSplit checks that a plan with a SplitColumn reads by that column
+// alone, through an index that leads with it.
+func (p *Plan) checkSplit() error {
+	if p.SplitColumn == "" {
+		return nil
+	}
+	ix := p.Instance.KeyIndex
+	switch {
+	case len(p.Instance.Key) != 1 || p.Instance.Key[0] != p.SplitColumn:
+		return fmt.Errorf("the plan splits on %q but its key is %v", p.SplitColumn, p.Instance.Key)
+	case ix == nil || len(ix.Columns) == 0 || ix.Columns[0] != p.SplitColumn:
+		return fmt.Errorf("the plan splits on %q but names no index leading with it (%+v)", p.SplitColumn, ix)
+	}
+	return nil
 }
 
 func validateRanges(ranges []keyrange.Range, key []keyrange.Column) error {
@@ -416,7 +612,10 @@ func validateRanges(ranges []keyrange.Range, key []keyrange.Column) error {
 		if r.Upper == nil || next.Lower == nil {
 			return fmt.Errorf("%w: ranges %d and %d do not meet", ErrInvalidPlan, i, i+1)
 		}
-		if c, err := keyrange.CompareTuples(key, r.Upper, next.Lower); err != nil || c != 0 {
+		// Identical values, not only equal under Go's model of the
+		// collation: the server may order two such values apart, and the
+		// keys between them would be in no range.
+		if c, err := keyrange.CompareTuples(key, r.Upper, next.Lower); err != nil || c != 0 || !reflect.DeepEqual(r.Upper, next.Lower) {
 			return fmt.Errorf("%w: range %d ends at %v but range %d starts at %v", ErrInvalidPlan, i, r.Upper, i+1, next.Lower)
 		}
 		if r.Lower != nil {
@@ -437,6 +636,11 @@ func validateRanges(ranges []keyrange.Range, key []keyrange.Column) error {
 // partition after each batch. A plan whose ranges do not tile the key space
 // is refused (ErrInvalidPlan).
 func Execute(ctx context.Context, src source.Source, dst sink.Sink, plan *Plan, i int, progress func(rows int64)) (sink.Part, error) {
+	return execute(ctx, src, dst, plan, i, progress, nil)
+}
+
+// execute is Execute, reading through run's budgets and metrics.
+func execute(ctx context.Context, src source.Source, dst sink.Sink, plan *Plan, i int, progress func(rows int64), run *run) (sink.Part, error) {
 	if err := plan.Validate(); err != nil {
 		return sink.Part{}, fmt.Errorf("snapshot %q: %w", plan.CaptureInstance, err)
 	}
@@ -451,7 +655,7 @@ func Execute(ctx context.Context, src source.Source, dst sink.Sink, plan *Plan, 
 	if plan.Recorded && !records {
 		return sink.Part{}, fmt.Errorf("snapshot %q: the plan records its parts with the sink, and %T does not implement sink.PartialSink", plan.CaptureInstance, dst)
 	}
-	rr, err := readRange(ctx, src, &plan.Instance, plan.Ranges[i], source.ReadOptions{Isolation: plan.Isolation, BatchRows: plan.BatchRows}, plan.ReadAhead)
+	rr, err := readRange(ctx, src, &plan.Instance, plan.Ranges[i], source.ReadOptions{Isolation: plan.Isolation, BatchRows: plan.BatchRows, NotBefore: plan.MaxLSN}, plan.ReadAhead, run)
 	if err != nil {
 		return sink.Part{}, fmt.Errorf("snapshot %q: reading partition %d (%s): %w", plan.CaptureInstance, i, plan.Ranges[i], err)
 	}
@@ -485,6 +689,11 @@ func Execute(ctx context.Context, src source.Source, dst sink.Sink, plan *Plan, 
 // afterwards. logger may be nil. CommitUsable checks the plan first, as a
 // caller should.
 func Commit(ctx context.Context, dst sink.Sink, plan *Plan, parts []sink.Part, logger *slog.Logger) (Result, error) {
+	return commit(ctx, dst, plan, parts, logger, nil)
+}
+
+// commit is Commit, recording the sink commit's duration in m.
+func commit(ctx context.Context, dst sink.Sink, plan *Plan, parts []sink.Part, logger *slog.Logger, m *metrics) (Result, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -498,7 +707,9 @@ func Commit(ctx context.Context, dst sink.Sink, plan *Plan, parts []sink.Part, l
 	if err != nil {
 		return Result{}, fmt.Errorf("snapshot %q: %w", plan.CaptureInstance, err)
 	}
+	start := time.Now()
 	snap, err := dst.CommitSnapshot(ctx, info, parts)
+	m.committed(ctx, time.Since(start))
 	if errors.Is(err, sink.ErrSnapshotExists) {
 		logger.InfoContext(ctx, "another snapshot landed first; returning it", "capture_instance", plan.CaptureInstance, "lsn", snap.LSN)
 		dropPartial(ctx, dst, plan, logger)
@@ -522,6 +733,10 @@ func Commit(ctx context.Context, dst sink.Sink, plan *Plan, parts []sink.Part, l
 // ErrStale. Take ends with it; so should a fan-out coordinator. logger may
 // be nil.
 func CommitUsable(ctx context.Context, src source.Source, dst sink.Sink, plan *Plan, parts []sink.Part, logger *slog.Logger) (Result, error) {
+	return commitUsable(ctx, src, dst, plan, parts, logger, nil)
+}
+
+func commitUsable(ctx context.Context, src source.Source, dst sink.Sink, plan *Plan, parts []sink.Part, logger *slog.Logger, m *metrics) (Result, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -532,7 +747,7 @@ func CommitUsable(ctx context.Context, src source.Source, dst sink.Sink, plan *P
 		}
 		return Result{}, err
 	}
-	return Commit(ctx, dst, plan, parts, logger)
+	return commit(ctx, dst, plan, parts, logger, m)
 }
 
 // checkParts refuses parts of another plan, duplicates and missing ones.
@@ -561,7 +776,7 @@ func checkParts(plan *Plan, parts []sink.Part) error {
 // opts.Parallelism at once, and returns them with prep.Done in partition
 // order. The first error cancels the rest; every goroutine has returned
 // when it does.
-func executeAll(ctx context.Context, src source.Source, dst sink.Sink, prep *Prepared, opts Options) ([]sink.Part, error) {
+func executeAll(ctx context.Context, src source.Source, dst sink.Sink, prep *Prepared, opts Options, run *run) ([]sink.Part, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	plan := prep.Plan
@@ -614,12 +829,14 @@ func executeAll(ctx context.Context, src source.Source, dst sink.Sink, prep *Pre
 					errs[i] = err
 					return
 				}
-				part, err := Execute(ctx, src, dst, plan, i, func(rows int64) { report(i, rows, false) })
+				began := time.Now()
+				part, err := execute(ctx, src, dst, plan, i, func(rows int64) { report(i, rows, false) }, run)
 				if err != nil {
 					errs[i] = err
 					cancel()
 					return
 				}
+				run.metrics.partitionWritten(ctx, part.Rows, part.Bytes, time.Since(began))
 				parts[i] = part
 				report(i, part.Rows, true)
 				opts.Logger.DebugContext(ctx, "partition written", "partition", i, "rows", part.Rows)

@@ -363,11 +363,34 @@ func TestCanceledContextCommitsNothing(t *testing.T) {
 	}
 }
 
+// TestInvalidOptions: Options.Validate refuses what Take refuses before
+// any I/O (with ErrInvalidOptions), and accepts the zero value of every
+// field but CaptureInstance.
 func TestInvalidOptions(t *testing.T) {
 	db := ordersDB(t, fake.Options{}, 1)
-	for _, o := range []snapshot.Options{{}, {CaptureInstance: "dbo_Orders", Partitions: -1}, {CaptureInstance: "dbo_Orders", Isolation: 7}} {
-		if _, err := snapshot.Take(context.Background(), db, fake.NewMemSink(), o); !errors.Is(err, snapshot.ErrInvalidOptions) {
+	for _, o := range []snapshot.Options{
+		{},
+		{CaptureInstance: "dbo_Orders", Partitions: -1},
+		{CaptureInstance: "dbo_Orders", Parallelism: -1},
+		{CaptureInstance: "dbo_Orders", BatchRows: -1},
+		{CaptureInstance: "dbo_Orders", Isolation: 7},
+		{CaptureInstance: "dbo_Orders", ReadAhead: 1 << 20},
+		{CaptureInstance: "dbo_Orders", RowsPerSecond: -1},
+	} {
+		if err := o.Validate(); !errors.Is(err, snapshot.ErrInvalidOptions) {
+			t.Errorf("Validate %+v: got %v, want ErrInvalidOptions", o, err)
+		}
+		dst := fake.NewMemSink()
+		db.FailNext(fake.OpCaptureInstance, fake.ErrInjected) // any source call would fail with it
+		if _, err := snapshot.Take(context.Background(), db, dst, o); !errors.Is(err, snapshot.ErrInvalidOptions) || errors.Is(err, fake.ErrInjected) {
 			t.Errorf("options %+v: got %v, want ErrInvalidOptions", o, err)
+		}
+		db.ClearFaults()
+		dst.Close()
+	}
+	for _, o := range []snapshot.Options{{CaptureInstance: "dbo_Orders"}, {CaptureInstance: "x", ReadAhead: -1, Isolation: source.Snapshot, SplitColumn: "nope"}} {
+		if err := o.Validate(); err != nil {
+			t.Errorf("Validate %+v: %v", o, err)
 		}
 	}
 }
