@@ -17,8 +17,18 @@
 //
 // The target side is any bronze table that can read its rows back
 // (RowReader: (*delta.Table).ReadAll, fake.MemSink.ReadAll). Its latest
-// image per key is merged in memory by snapshot.CompareOrder, so a target
-// must fit in memory; rows of other capture instances are skipped.
+// image per key is merged in memory by snapshot.CompareOrder; rows of
+// other capture instances are skipped. A target that is also a
+// TileReader ((*delta.Table), whose ReadKeyRange reads only the files
+// whose key statistics may hold the tile) is read tile by tile, so memory
+// is bounded by Options.Parallel tiles' images and open data files, not by
+// the table; any other target is read whole once and must fit in memory.
+// Tiles are compared Options.Parallel at a time. Differences are kept in
+// memory too: set Options.MaxDifferences when a target may be far off.
+//
+// RunAll verifies many capture instances, each against its own source
+// and target, a few at a time, and reports each on its own: one
+// instance's error does not stop the others.
 //
 // Reconcile compares two moving things unless they are still: run it when
 // the target has applied the changes up to the source's current max LSN
@@ -37,6 +47,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -54,6 +65,20 @@ import (
 // reader.
 type RowReader interface {
 	ReadAll(ctx context.Context) (array.RecordReader, error)
+}
+
+// TileReader is a target that reads only the part of itself that can
+// hold one tile: (*delta.Table).ReadKeyRange prunes its files by their
+// key statistics. Run reads a target that implements it one tile at a
+// time, so it holds one tile's latest image per tile compared at once,
+// not the table's.
+type TileReader interface {
+	// ReadKeyRange reads rows of the bronze table, at its latest version,
+	// in the table's schema: at least every row of captureInstance
+	// (matched ignoring case) whose key columns, ordered as keyrange
+	// orders key, lie in r. Other rows may come too; the caller drops
+	// them. The caller releases the reader.
+	ReadKeyRange(ctx context.Context, captureInstance string, key []keyrange.Column, r keyrange.Range) (array.RecordReader, error)
 }
 
 // Options configure a reconcile. The zero value of every field but
@@ -76,6 +101,11 @@ type Options struct {
 	// says when more were found); zero reports all.
 	MaxDifferences int
 
+	// Parallel is how many tiles are compared at once, each with its own
+	// source read (a connection) and, for a TileReader target, its own
+	// target read and latest image; zero means 4.
+	Parallel int
+
 	// Isolation and BatchRows are the source reads' options.
 	Isolation source.Isolation
 	BatchRows int
@@ -83,7 +113,8 @@ type Options struct {
 	// Logger receives decisions and progress. Nil is silent.
 	Logger *slog.Logger
 
-	// Progress, when set, is called after each tile is compared.
+	// Progress, when set, is called after each tile is compared, one call
+	// at a time, from the goroutines that compare tiles.
 	Progress func(Progress)
 }
 
@@ -219,21 +250,42 @@ func (r *Report) DifferingTiles() []Tile {
 	return out
 }
 
-const defaultTiles = 16
+const (
+	defaultTiles    = 16
+	defaultParallel = 4
+)
 
 // Run reconciles the capture instance's source table with dst's latest
 // image of it: per tile a count and hash of each side, then the keys of
-// every differing tile.
+// every differing tile. Tiles are compared Options.Parallel at a time. A
+// dst that is a TileReader is read one tile at a time; any other is read
+// whole first.
 func Run(ctx context.Context, src source.Source, dst RowReader, opts Options) (*Report, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	return run(ctx, src, dst, opts)
+}
+
+func (o Options) validate() error {
+	if o.CaptureInstance == "" {
+		return fmt.Errorf("%w: CaptureInstance is empty", ErrInvalidOptions)
+	}
+	if o.Tiles < 0 || o.MaxDifferences < 0 || o.BatchRows < 0 || o.Parallel < 0 {
+		return fmt.Errorf("%w: Tiles (%d), MaxDifferences (%d), BatchRows (%d) and Parallel (%d) must not be negative",
+			ErrInvalidOptions, o.Tiles, o.MaxDifferences, o.BatchRows, o.Parallel)
+	}
+	return nil
+}
+
+// run is Run after the options were validated.
+func run(ctx context.Context, src source.Source, dst RowReader, opts Options) (*Report, error) {
 	start := time.Now()
-	if opts.CaptureInstance == "" {
-		return nil, fmt.Errorf("%w: CaptureInstance is empty", ErrInvalidOptions)
-	}
-	if opts.Tiles < 0 || opts.MaxDifferences < 0 || opts.BatchRows < 0 {
-		return nil, fmt.Errorf("%w: Tiles (%d), MaxDifferences (%d) and BatchRows (%d) must not be negative", ErrInvalidOptions, opts.Tiles, opts.MaxDifferences, opts.BatchRows)
-	}
 	if opts.Tiles == 0 {
 		opts.Tiles = defaultTiles
+	}
+	if opts.Parallel == 0 {
+		opts.Parallel = defaultParallel
 	}
 	log := opts.Logger
 	if log == nil {
@@ -263,49 +315,73 @@ func Run(ctx context.Context, src source.Source, dst RowReader, opts Options) (*
 	if err != nil {
 		return nil, fmt.Errorf("%s: cutting tiles: %w", where, err)
 	}
-	target, err := cmp.readTarget(ctx, dst, opts)
-	if err != nil {
-		return nil, fmt.Errorf("%s: reading the target: %w", where, err)
-	}
-	byTile, err := cmp.assign(target, ranges)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", where, err)
-	}
-	var sourceRows int64
-	readOpts := source.ReadOptions{Isolation: opts.Isolation, BatchRows: opts.BatchRows}
-	for i, r := range ranges {
-		t := Tile{Range: r}
-		for _, row := range byTile[i] {
-			t.TargetRows++
-			t.TargetHash.add(row.hash)
-		}
-		err := cmp.readSource(ctx, src, r, readOpts, func(row *keyedRow) error {
-			t.SourceRows++
-			t.SourceHash.add(row.hash)
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("%s: reading tile %d (%s) from the source: %w", where, i, r, err)
-		}
-		sourceRows += t.SourceRows
-		rep.Tiles = append(rep.Tiles, t)
-		if t.Differs() {
-			log.InfoContext(ctx, "tile differs; narrowing it to keys", "capture_instance", opts.CaptureInstance, "tile", i,
-				"source_rows", t.SourceRows, "target_rows", t.TargetRows)
-			diffs, err := cmp.narrow(ctx, src, r, readOpts, byTile[i])
+	// target returns the target's live rows of tile i.
+	var target func(ctx context.Context, i int) ([]*keyedRow, error)
+	if tr, ok := dst.(TileReader); ok {
+		log.DebugContext(ctx, "reading the target tile by tile", "capture_instance", opts.CaptureInstance, "tiles", len(ranges))
+		target = func(ctx context.Context, i int) ([]*keyedRow, error) {
+			rr, err := tr.ReadKeyRange(ctx, opts.CaptureInstance, key, ranges[i])
 			if err != nil {
-				return nil, fmt.Errorf("%s: narrowing tile %d (%s): %w", where, i, r, err)
+				return nil, err
 			}
-			for _, d := range diffs {
-				if opts.MaxDifferences > 0 && len(rep.Differences) >= opts.MaxDifferences {
-					rep.Truncated = true
-					break
-				}
-				rep.Differences = append(rep.Differences, d)
-			}
+			defer rr.Release()
+			return cmp.mergeTarget(ctx, rr, opts, &ranges[i])
 		}
+	} else {
+		rows, err := cmp.readTarget(ctx, dst, opts)
+		if err != nil {
+			return nil, fmt.Errorf("%s: reading the target: %w", where, err)
+		}
+		byTile, err := cmp.assign(rows, ranges)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		target = func(_ context.Context, i int) ([]*keyedRow, error) {
+			rows := byTile[i]
+			byTile[i] = nil // compared once: let it go
+			return rows, nil
+		}
+	}
+	results := make([]tileResult, len(ranges))
+	var (
+		mu                   sync.Mutex
+		done                 int
+		sourceRows, targetRs int64
+	)
+	readOpts := source.ReadOptions{Isolation: opts.Isolation, BatchRows: opts.BatchRows}
+	err = forEach(ctx, len(ranges), opts.Parallel, func(ctx context.Context, i int) error {
+		r := ranges[i]
+		rows, err := target(ctx, i)
+		if err != nil {
+			return fmt.Errorf("%s: reading tile %d (%s) from the target: %w", where, i, r, err)
+		}
+		res, err := cmp.compareTile(ctx, src, r, readOpts, rows, opts, log)
+		if err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		results[i] = res
+		mu.Lock()
+		defer mu.Unlock()
+		done++
+		sourceRows += res.tile.SourceRows
+		targetRs += res.tile.TargetRows
 		if opts.Progress != nil {
-			opts.Progress(Progress{TilesDone: i + 1, Tiles: len(ranges), SourceRows: sourceRows, Elapsed: time.Since(start)})
+			opts.Progress(Progress{TilesDone: done, Tiles: len(ranges), SourceRows: sourceRows, Elapsed: time.Since(start)})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, res := range results {
+		rep.Tiles = append(rep.Tiles, res.tile)
+		rep.Truncated = rep.Truncated || res.truncated
+		for _, d := range res.diffs {
+			if opts.MaxDifferences > 0 && len(rep.Differences) >= opts.MaxDifferences {
+				rep.Truncated = true
+				break
+			}
+			rep.Differences = append(rep.Differences, d)
 		}
 	}
 	end, err := src.MaxLSN(ctx)
@@ -314,8 +390,81 @@ func Run(ctx context.Context, src source.Source, dst RowReader, opts Options) (*
 	}
 	rep.SourceChanged = end != rep.SourceLSN
 	log.InfoContext(ctx, "reconciled", "capture_instance", opts.CaptureInstance, "tiles", len(rep.Tiles), "differing_tiles", len(rep.DifferingTiles()),
-		"differences", len(rep.Differences), "source_rows", sourceRows, "target_rows", len(target), "source_changed", rep.SourceChanged)
+		"differences", len(rep.Differences), "source_rows", sourceRows, "target_rows", targetRs, "source_changed", rep.SourceChanged)
 	return rep, nil
+}
+
+// tileResult is one tile's comparison and its differing keys, at most
+// Options.MaxDifferences of them (truncated says when there were more).
+type tileResult struct {
+	tile      Tile
+	diffs     []Difference
+	truncated bool
+}
+
+// compareTile counts and hashes the source's rows of r against the
+// target's, and narrows a tile that differs to its keys.
+func (c *comparer) compareTile(ctx context.Context, src source.Source, r keyrange.Range, readOpts source.ReadOptions, target []*keyedRow, opts Options, log *slog.Logger) (tileResult, error) {
+	res := tileResult{tile: Tile{Range: r}}
+	t := &res.tile
+	for _, row := range target {
+		t.TargetRows++
+		t.TargetHash.add(row.hash)
+	}
+	err := c.readSource(ctx, src, r, readOpts, func(row *keyedRow) error {
+		t.SourceRows++
+		t.SourceHash.add(row.hash)
+		return nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("reading tile %d (%s) from the source: %w", r.Index, r, err)
+	}
+	if !t.Differs() {
+		return res, nil
+	}
+	log.InfoContext(ctx, "tile differs; narrowing it to keys", "capture_instance", opts.CaptureInstance, "tile", r.Index,
+		"source_rows", t.SourceRows, "target_rows", t.TargetRows)
+	diffs, err := c.narrow(ctx, src, r, readOpts, target)
+	if err != nil {
+		return res, fmt.Errorf("narrowing tile %d (%s): %w", r.Index, r, err)
+	}
+	if opts.MaxDifferences > 0 && len(diffs) > opts.MaxDifferences {
+		diffs, res.truncated = diffs[:opts.MaxDifferences], true
+	}
+	res.diffs = diffs
+	return res, nil
+}
+
+// forEach calls f for 0..n-1, at most parallel at once; the first error
+// cancels the calls still running and is returned once all have ended.
+func forEach(ctx context.Context, n, parallel int, f func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(parallel, n) {
+		wg.Go(func() {
+			for i := range next {
+				if err := f(ctx, i); err != nil {
+					cancel(err)
+				}
+			}
+		})
+	}
+feed:
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	return nil
 }
 
 // tiles cuts the key into NTILE-compatible ranges from the metadata row
@@ -392,13 +541,23 @@ func (c *comparer) columnsOf(schema *arrow.Schema) (cols, keyCols []int, err err
 
 // row builds the keyed row r of rec.
 func (c *comparer) row(rec arrow.RecordBatch, r int, cols, keyCols []int) (*keyedRow, error) {
-	out := &keyedRow{values: make([]string, len(cols)), key: make(keyrange.Tuple, len(keyCols))}
+	k, ck, err := c.keyOf(rec, r, keyCols)
+	if err != nil {
+		return nil, err
+	}
+	out := &keyedRow{key: k, ckey: ck}
+	return out, c.fill(out, rec, r, cols)
+}
+
+// fill sets out's canonical values and hash from row r of rec.
+func (c *comparer) fill(out *keyedRow, rec arrow.RecordBatch, r int, cols []int) error {
+	out.values = make([]string, len(cols))
 	h := sha256.New()
 	var n [8]byte
 	for i, j := range cols {
 		v, err := canonical(rec.Column(j), r)
 		if err != nil {
-			return nil, fmt.Errorf("column %q: %w", c.columns[i], err)
+			return fmt.Errorf("column %q: %w", c.columns[i], err)
 		}
 		out.values[i] = v
 		binary.LittleEndian.PutUint64(n[:], uint64(len(v)))
@@ -406,22 +565,45 @@ func (c *comparer) row(rec arrow.RecordBatch, r int, cols, keyCols []int) (*keye
 		h.Write([]byte(v))
 	}
 	h.Sum(out.hash[:0])
-	var ck strings.Builder
+	return nil
+}
+
+// keyOf returns row r's key and its collation key.
+func (c *comparer) keyOf(rec arrow.RecordBatch, r int, keyCols []int) (keyrange.Tuple, string, error) {
+	key, err := c.keyValues(rec, r, keyCols)
+	if err != nil {
+		return nil, "", err
+	}
+	ck, err := c.collationKey(key)
+	return key, ck, err
+}
+
+// keyValues returns row r's key.
+func (c *comparer) keyValues(rec arrow.RecordBatch, r int, keyCols []int) (keyrange.Tuple, error) {
+	key := make(keyrange.Tuple, len(keyCols))
 	for i, j := range keyCols {
 		v, err := keyValue(c.key[i], rec.Column(j), r)
 		if err != nil {
 			return nil, err
 		}
-		out.key[i] = v
+		key[i] = v
+	}
+	return key, nil
+}
+
+// collationKey returns a string equal for two keys exactly when the source
+// takes them for the same key.
+func (c *comparer) collationKey(key keyrange.Tuple) (string, error) {
+	var ck strings.Builder
+	for i, v := range key {
 		s, err := keyrange.CollationKey(c.key[i], v)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		ck.WriteString(s)
 		ck.WriteByte(0)
 	}
-	out.ckey = ck.String()
-	return out, nil
+	return ck.String(), nil
 }
 
 // readSource calls f with every source row of r.
@@ -460,13 +642,21 @@ type targetRow struct {
 }
 
 // readTarget merges the target's rows of the capture instance into their
-// latest image (snapshot.CompareOrder) and returns the live rows.
+// latest image and returns the live rows.
 func (c *comparer) readTarget(ctx context.Context, dst RowReader, opts Options) ([]*keyedRow, error) {
 	rr, err := dst.ReadAll(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer rr.Release()
+	return c.mergeTarget(ctx, rr, opts, nil)
+}
+
+// mergeTarget merges rr's rows of the capture instance whose key lies in
+// tile (every key when tile is nil) into their latest image
+// (snapshot.CompareOrder) and returns the live rows. Only the tile's keys
+// are held.
+func (c *comparer) mergeTarget(ctx context.Context, rr array.RecordReader, opts Options, tile *keyrange.Range) ([]*keyedRow, error) {
 	schema := rr.Schema()
 	if schema.NumFields() == len(sink.MetadataFields()) && len(schema.FieldIndices(c.columns[0])) == 0 {
 		return nil, nil // an empty table that has no captured columns yet
@@ -501,18 +691,36 @@ func (c *comparer) readTarget(ctx context.Context, dst RowReader, opts Options) 
 			if ciCol.IsNull(i) || !sink.SameInstance(ciCol.Value(i), opts.CaptureInstance) {
 				continue
 			}
+			k, err := c.keyValues(rec, i, keyCols)
+			if err != nil {
+				return nil, err
+			}
+			if tile != nil {
+				if in, err := tile.Contains(c.key, k); err != nil || !in {
+					if err != nil {
+						return nil, fmt.Errorf("placing target keys in tiles: %w", err)
+					}
+					continue // another tile's row: a TileReader's reads are supersets
+				}
+			}
 			o := orderCols.Order(rec, i)
 			if o.Operation == 3 || (from != "" && (o.StartLSN == nil || *o.StartLSN < from)) {
 				continue // an update-before never wins; rows before From are not rebuilt from
 			}
-			row, err := c.row(rec, i, cols, keyCols)
+			ck, err := c.collationKey(k)
 			if err != nil {
 				return nil, err
 			}
-			if old, ok := image[row.ckey]; ok && snapshot.CompareOrder(old.order, o) > 0 {
+			if old, ok := image[ck]; ok && snapshot.CompareOrder(old.order, o) > 0 {
 				continue
 			}
-			image[row.ckey] = &targetRow{keyedRow: row, order: o, delete: o.Operation == 1}
+			row := &keyedRow{key: k, ckey: ck}
+			if o.Operation != 1 { // a delete's values are never compared
+				if err := c.fill(row, rec, i, cols); err != nil {
+					return nil, err
+				}
+			}
+			image[ck] = &targetRow{keyedRow: row, order: o, delete: o.Operation == 1}
 		}
 	}
 	if err := rr.Err(); err != nil {

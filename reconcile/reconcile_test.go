@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -19,6 +20,8 @@ import (
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/reconcile"
+	"github.com/cdcsnap/cdcsnap/sink"
+	"github.com/cdcsnap/cdcsnap/sink/delta"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 )
 
@@ -110,15 +113,70 @@ func shapes() []shape {
 	}
 }
 
-// world is a random case (testworld.World) with a memory sink converged
-// on it by a snapshot and a stream, the stream's position, and the shape's
+// bronze is a target: a memory sink, or a Delta table in a memory bucket
+// (written in small files, so that tiles prune some).
+type bronze interface {
+	sink.ChunkSink
+	reconcile.RowReader
+	Close() error
+}
+
+// world is a random case (testworld.World) with a target converged on it
+// by a snapshot and a stream, the stream's position, and the shape's
 // drift parameters.
 type world struct {
 	*testworld.World
 	sh    shape
-	dst   *fake.MemSink
+	dst   bronze
 	next  lsn.LSN
 	batch int64
+}
+
+// appendChanges appends a change batch to the target.
+func (w *world) appendChanges(ctx context.Context, batch int64, rr array.RecordReader) error {
+	switch d := w.dst.(type) {
+	case *fake.MemSink:
+		_, err := d.AppendChanges(ctx, w.CI, batch, rr)
+		return err
+	case *delta.Table:
+		_, err := d.AppendChanges(ctx, w.CI, batch, rr)
+		return err
+	}
+	return fmt.Errorf("no AppendChanges on %T", w.dst)
+}
+
+// newBronze returns a memory sink or, when table, a new Delta table in a
+// memory bucket with files of a random small size.
+func newBronze(t testing.TB, r *rand.Rand, table bool) bronze {
+	if !table {
+		return fake.NewMemSink()
+	}
+	tb, err := delta.Open(context.Background(), "mem://", delta.Options{TargetFileSize: 1 + r.Int64N(4<<10), RowGroupRows: 1 + r.IntN(64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb
+}
+
+// wholeOnly hides a target's TileReader: Run then reads it whole.
+type wholeOnly struct{ reconcile.RowReader }
+
+// everyRow makes any target a TileReader that returns every row for
+// every tile: the largest superset the contract allows.
+type everyRow struct{ reconcile.RowReader }
+
+func (e everyRow) ReadKeyRange(ctx context.Context, _ string, _ []keyrange.Column, _ keyrange.Range) (array.RecordReader, error) {
+	return e.ReadAll(ctx)
+}
+
+// modes returns the target as Run sees it in each mode: whole, and tile
+// by tile (the Delta table's own pruning, or every row for every tile).
+func (w *world) modes() map[string]reconcile.RowReader {
+	m := map[string]reconcile.RowReader{"whole": wholeOnly{w.dst}, "tiles-every-row": everyRow{w.dst}}
+	if tr, ok := w.dst.(reconcile.TileReader); ok {
+		m["tiles-pruned"] = tr.(reconcile.RowReader)
+	}
+	return m
 }
 
 // rows returns the source's rows by collation key.
@@ -136,9 +194,10 @@ func (w *world) rows(t testing.TB) map[string]fake.Row {
 
 // newWorld loads up to n random rows of sh and converges the sink on them
 // by a whole or a chunked snapshot.
-func newWorld(t testing.TB, r *rand.Rand, sh shape, n int) *world {
+func newWorld(t testing.TB, r *rand.Rand, sh shape, n int, table bool) *world {
 	ctx := context.Background()
-	w := &world{World: testworld.New(t, r, sh.Shape, n), sh: sh, dst: fake.NewMemSink()}
+	w := &world{World: testworld.New(t, r, sh.Shape, n), sh: sh}
+	w.dst = newBronze(t, r, table)
 	var err error
 	if r.IntN(2) == 0 {
 		w.next, _, err = snapshot.Bootstrap(ctx, w.DB, w.dst, snapshot.Options{CaptureInstance: w.CI, Partitions: 1 + r.IntN(4)})
@@ -159,8 +218,7 @@ func (w *world) stream(t testing.TB) {
 	ctx := context.Background()
 	w.batch++
 	app := snapshot.AppendFunc(func(ctx context.Context, ci string, b int64, rr array.RecordReader) (int64, error) {
-		c, err := w.dst.AppendChanges(ctx, ci, b, rr)
-		return c.Version, err
+		return 0, w.appendChanges(ctx, b, rr)
 	})
 	res, err := snapshot.Poll(ctx, w.DB, app, w.CI, w.next, snapshot.PollOptions{BatchID: w.batch})
 	if err != nil {
@@ -285,20 +343,36 @@ func (w *world) drift(t testing.TB, r *rand.Rand) map[string]reconcile.Kind {
 		t.Fatal(err)
 	}
 	defer rr.Release()
-	if _, err := w.dst.AppendChanges(ctx, w.CI, 1<<40, rr); err != nil {
+	if err := w.appendChanges(ctx, 1<<40, rr); err != nil {
 		t.Fatal(err)
 	}
 	return want
 }
 
-// check runs reconcile and compares its report with the oracle.
-func (w *world) check(t testing.TB, r *rand.Rand, c int, want map[string]reconcile.Kind) *reconcile.Report {
+// check runs reconcile in every mode (modes) with the same options and
+// compares each report with the oracle; every mode's report must be the
+// same.
+func (w *world) check(t testing.TB, r *rand.Rand, c int, want map[string]reconcile.Kind) {
 	t.Helper()
-	tiles := 1 + r.IntN(10)
-	rep, err := reconcile.Run(context.Background(), w.DB, w.dst, reconcile.Options{CaptureInstance: strings.ToUpper(w.CI), Tiles: tiles, BatchRows: 1 + r.IntN(20)})
-	if err != nil {
-		t.Fatalf("case %d (%s): %v", c, w.Shape.Name, err)
+	opts := reconcile.Options{CaptureInstance: strings.ToUpper(w.CI), Tiles: 1 + r.IntN(10), BatchRows: 1 + r.IntN(20), Parallel: r.IntN(4)}
+	var first *reconcile.Report
+	for mode, dst := range w.modes() {
+		rep, err := reconcile.Run(context.Background(), w.DB, dst, opts)
+		if err != nil {
+			t.Fatalf("case %d (%s, %s): %v", c, w.Shape.Name, mode, err)
+		}
+		w.checkReport(t, c, mode, rep, want)
+		if first == nil {
+			first = rep
+		} else if !reflect.DeepEqual(first, rep) {
+			t.Fatalf("case %d (%s): the %s report differs from another mode's:\n%+v\n%+v", c, w.Shape.Name, mode, rep, first)
+		}
 	}
+}
+
+// checkReport compares one report with the oracle.
+func (w *world) checkReport(t testing.TB, c int, mode string, rep *reconcile.Report, want map[string]reconcile.Kind) {
+	t.Helper()
 	got := map[string]reconcile.Kind{}
 	differing := map[int]bool{}
 	for _, tl := range rep.DifferingTiles() {
@@ -321,7 +395,7 @@ func (w *world) check(t testing.TB, r *rand.Rand, c int, want map[string]reconci
 		for _, d := range rep.Differences {
 			lines = append(lines, d.String())
 		}
-		t.Fatalf("case %d (%s, %d tiles): found %v, want %v; differing tiles %v:\n%s", c, w.Shape.Name, len(rep.Tiles), got, want, differing, strings.Join(lines, "\n"))
+		t.Fatalf("case %d (%s, %s, %d tiles): found %v, want %v; differing tiles %v:\n%s", c, w.Shape.Name, mode, len(rep.Tiles), got, want, differing, strings.Join(lines, "\n"))
 	}
 	if rep.Clean() != (len(want) == 0) || rep.SourceChanged {
 		t.Fatalf("case %d: Clean() = %v with %d differences (source changed %v)", c, rep.Clean(), len(want), rep.SourceChanged)
@@ -333,18 +407,21 @@ func (w *world) check(t testing.TB, r *rand.Rand, c int, want map[string]reconci
 	if n != int64(len(w.rows(t))) {
 		t.Fatalf("case %d: tiles count %d source rows, the table has %d", c, n, len(w.rows(t)))
 	}
-	return rep
 }
 
-// TestReconcileFindsDriftExactly: a target converged by snapshot (whole or
-// chunked) and stream reports clean; after injected drift (a lost row, an
-// extra row, a changed value, a string key in another case) it reports
-// exactly those keys, in the tiles that differ and no others.
+// TestReconcileFindsDriftExactly: a target (a memory sink or a Delta
+// table) converged by snapshot (whole or chunked) and stream reports
+// clean; after injected drift (a lost row, an extra row, a changed value,
+// a string key in another case) it reports exactly those keys, in the
+// tiles that differ and no others. Every case runs with the target read
+// whole, read tile by tile through the Delta table's file pruning, and
+// read tile by tile with every row offered for every tile: the reports
+// are equal.
 func TestReconcileFindsDriftExactly(t *testing.T) {
 	r := rand.New(rand.NewPCG(testworld.Seed(t, *seedFlag), 31))
 	for c := range *casesFlag {
 		sh := shapes()[r.IntN(len(shapes()))]
-		w := newWorld(t, r, sh, r.IntN(200))
+		w := newWorld(t, r, sh, r.IntN(200), r.IntN(3) == 0)
 		for range r.IntN(30) {
 			w.Change(t, r)
 		}
@@ -358,7 +435,7 @@ func TestReconcileFindsDriftExactly(t *testing.T) {
 
 func TestReconcileOptions(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	w := newWorld(t, r, shapes()[0], 50)
+	w := newWorld(t, r, shapes()[0], 50, false)
 	defer w.dst.Close()
 	ctx := context.Background()
 	if _, err := reconcile.Run(ctx, w.DB, w.dst, reconcile.Options{}); !errors.Is(err, reconcile.ErrInvalidOptions) {
