@@ -151,11 +151,17 @@ func (d *demoDB) commitChanges() error {
 // with the fake's current table. It returns the number of keys and the
 // differences.
 func (d *demoDB) verify(ctx context.Context, table *delta.Table) (int, []string, error) {
-	ci, err := d.db.CaptureInstance(ctx, demoInstance)
+	return verifyImage(ctx, d.db, demoInstance, table)
+}
+
+// verifyImage compares the latest image per key of table with the current
+// source table of instance in db: the number of keys and the differences.
+func verifyImage(ctx context.Context, db *fake.DB, instance string, table *delta.Table) (int, []string, error) {
+	ci, err := db.CaptureInstance(ctx, instance)
 	if err != nil {
 		return 0, nil, err
 	}
-	want, err := snapshot.SourceImage(ctx, d.db, ci)
+	want, err := snapshot.SourceImage(ctx, db, ci)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -11,6 +11,18 @@
 //	go run ./examples/bootstrap -target s3://bucket/bronze/orders -rows 1000000
 //
 // With -dsn it reads a real SQL Server instead (see source/sqlserver).
+//
+// With -instances, -schemas or -match it bootstraps many capture instances
+// at once (package database), each into its own Delta table named by the
+// -target template ({schema}, {table}, {capture_instance}; a -target
+// without them gets /{schema}/{table} appended), -tables at a time within
+// one budget of -connections source connections, largest first, with one
+// progress display for the run. On the demo (-demo-tables tables of growing
+// sizes) it then streams each table's changes and checks each image:
+//
+//	go run ./examples/bootstrap -instances all -target './bronze/{schema}/{table}' -tables 4 -connections 8
+//	go run ./examples/bootstrap -schemas sales -match 'sales_t0*'
+//	go run ./examples/bootstrap -dsn 'sqlserver://...' -instances dbo_orders,dbo_customers
 package main
 
 import (
@@ -49,6 +61,7 @@ type config struct {
 	progress   time.Duration
 	sourceOut  string
 	create     delta.CreateOptions
+	many       manyConfig
 }
 
 func main() {
@@ -65,6 +78,12 @@ func main() {
 	flag.StringVar(&cfg.sourceOut, "source-parquet", "", "also write the demo source table's final rows to this Parquet file (for checks with other readers)")
 	partitionBy := flag.String("partition-by", "", "when the job creates the table: captured columns to partition it by, comma-separated (e.g. region)")
 	features := flag.String("features", "", "when the job creates the table: Delta table features, comma-separated (e.g. deletionVectors,inCommitTimestamp,rowTracking, Databricks' defaults; see delta.CreateOptions)")
+	flag.StringVar(&cfg.many.instances, "instances", "", "many instances: \"all\", or capture instances to bootstrap, comma-separated (each into its own table; see -target)")
+	flag.StringVar(&cfg.many.schemas, "schemas", "", "many instances: only those of tables in these schemas, comma-separated")
+	flag.StringVar(&cfg.many.match, "match", "", "many instances: only those whose names match these patterns, comma-separated (path.Match syntax, ignoring case: 'dbo_*')")
+	flag.IntVar(&cfg.many.tables, "tables", 4, "many instances: tables bootstrapped at once")
+	flag.IntVar(&cfg.many.connections, "connections", 8, "many instances: source connections in use at once, every table together (with -dsn, the pool's limit too)")
+	flag.IntVar(&cfg.many.demoTables, "demo-tables", 24, "many instances: tables in the demo fake (ignored with -dsn); -rows is their total")
 	fast := flag.Bool("fast-snappy", false, "compress Parquet pages with s2's fast Snappy encoder (sink/delta/fastsnappy): less CPU, about 12% larger files")
 	flag.Parse()
 	cfg.create = delta.CreateOptions{PartitionBy: splitList(*partitionBy), Features: splitList(*features)}
@@ -84,6 +103,20 @@ func main() {
 	}
 }
 
+// newProgressPrinter shows progress on w: redrawn in place every 100 ms on
+// a terminal, a plain line every interval otherwise.
+func newProgressPrinter(w io.Writer, interval time.Duration) *progressPrinter {
+	tty := false
+	if f, ok := w.(*os.File); ok {
+		tty = term.IsTerminal(int(f.Fd()))
+	}
+	pp := &progressPrinter{w: w, tty: tty, interval: interval}
+	if tty {
+		pp.interval = 100 * time.Millisecond
+	}
+	return pp
+}
+
 // changeSource is what the job reads: the demo fake or SQL Server.
 type changeSource = source.Source
 
@@ -91,6 +124,10 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	logger := slog.New(slog.DiscardHandler)
 	if cfg.verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	pp := newProgressPrinter(stderr, cfg.progress)
+	if cfg.many.on() {
+		return runMany(ctx, cfg, stdout, logger, pp)
 	}
 	table, err := delta.Open(ctx, cfg.target, delta.Options{Logger: logger, Create: cfg.create})
 	if err != nil {
@@ -145,14 +182,6 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "demo source: fake CDC database, table %s with %d rows (built in %s)\n", demoTable, cfg.rows, time.Since(start).Round(time.Millisecond))
 	}
 
-	tty := false
-	if f, ok := stderr.(*os.File); ok {
-		tty = term.IsTerminal(int(f.Fd()))
-	}
-	pp := &progressPrinter{w: stderr, tty: tty, interval: cfg.progress}
-	if tty {
-		pp.interval = 100 * time.Millisecond
-	}
 	if demo != nil {
 		demo.changeDuringRead()
 	}

@@ -5,6 +5,7 @@ package mssqlconn
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"log/slog"
 	"time"
@@ -16,8 +17,30 @@ import (
 // IANA time zone (commit times are its local wall clock); empty lets the
 // source read the server's current UTC offset. close closes the pool.
 func Open(ctx context.Context, dsn, zone string, logger *slog.Logger) (src *sqlserver.Source, close func(), err error) {
+	return OpenMaxConns(ctx, dsn, zone, 0, logger)
+}
+
+// OpenMaxConns is Open with a pool of at most maxOpen connections (zero:
+// no limit, database/sql's default), all of which it keeps idle when
+// released instead of database/sql's default of two, so a run that uses
+// maxOpen at once does not close and reopen them: the budget of
+// database.Options.Connections, enforced by the pool too
+// (https://go.dev/doc/database/manage-connections).
+func OpenMaxConns(ctx context.Context, dsn, zone string, maxOpen int, logger *slog.Logger) (src *sqlserver.Source, close func(), err error) {
+	src, db, err := open(ctx, dsn, zone, maxOpen, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	return src, func() { db.Close() }, nil
+}
+
+func open(ctx context.Context, dsn, zone string, maxOpen int, logger *slog.Logger) (*sqlserver.Source, *sql.DB, error) {
+	if maxOpen < 0 {
+		return nil, nil, fmt.Errorf("max open connections %d is negative", maxOpen)
+	}
 	var loc *time.Location
 	if zone != "" {
+		var err error
 		if loc, err = time.LoadLocation(zone); err != nil {
 			return nil, nil, fmt.Errorf("server time zone %q: %w", zone, err)
 		}
@@ -26,14 +49,18 @@ func Open(ctx context.Context, dsn, zone string, logger *slog.Logger) (src *sqls
 	if err != nil {
 		return nil, nil, err
 	}
+	if maxOpen > 0 {
+		db.SetMaxOpenConns(maxOpen)
+		db.SetMaxIdleConns(maxOpen)
+	}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, nil, fmt.Errorf("connecting to %s: %w", sqlserver.RedactDSN(dsn), err)
 	}
-	src, err = sqlserver.New(db, sqlserver.Options{Logger: logger, ServerTimeZone: loc})
+	src, err := sqlserver.New(db, sqlserver.Options{Logger: logger, ServerTimeZone: loc})
 	if err != nil {
 		db.Close()
 		return nil, nil, err
 	}
-	return src, func() { db.Close() }, nil
+	return src, db, nil
 }

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cdcsnap/cdcsnap/fake"
+	"github.com/cdcsnap/cdcsnap/internal/tdsfake"
+)
+
+// TestRunManyOverSQLServer runs the many-instance mode with -dsn against
+// the fake served over TDS (internal/tdsfake), as against SQL Server:
+// -instances all lists the capture instances with
+// sys.sp_cdc_help_change_data_capture (source/sqlserver implements
+// database.Lister) and snapshots each into its table, and the pool never
+// has more connections than -connections, kept open between uses (every
+// request of the run comes on one of at most that many connections).
+func TestRunManyOverSQLServer(t *testing.T) {
+	db := fake.New(fake.Options{})
+	for i, schema := range []string{"sales", "hr", "ops", "sales", "hr"} {
+		var rows []fake.Row
+		for k := range 40 * (i + 1) {
+			rows = append(rows, fake.Row{int64(k), fmt.Sprint("v", k)})
+		}
+		name := fmt.Sprintf("t%d", i)
+		if err := db.CreateTable(fake.TableDef{Schema: schema, Name: name, Key: []string{"id"}, Rows: rows, CaptureInstance: schema + "_" + name,
+			Columns: []fake.ColumnDef{{Name: "id", Type: "bigint"}, {Name: "v", Type: "nvarchar(20)", Nullable: true}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, err := tdsfake.Start(context.Background(), db, tdsfake.Options{PageRows: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := config{dsn: srv.DSN("cdcsnap"), target: dir + "/{schema}/{table}", partitions: 2, progress: time.Hour,
+		many: manyConfig{instances: "all", tables: 3, connections: 3}}
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), cfg, &out, &errOut); err != nil {
+		t.Fatalf("run: %v\n%s", err, &out)
+	}
+	for _, want := range []string{
+		"snapshot hr_t4 -> " + dir + "/hr/t4: 200 rows at LSN 0x",
+		"snapshot sales_t0 -> " + dir + "/sales/t0: 40 rows at LSN 0x",
+		"tables:   5 selected, 5 snapshotted (600 rows in ",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, &out)
+		}
+	}
+	conns := map[uint64]bool{}
+	for _, r := range srv.Requests() {
+		conns[r.ConnID] = true
+	}
+	if len(conns) > cfg.many.connections {
+		t.Errorf("the run used %d connections, more than -connections %d", len(conns), cfg.many.connections)
+	}
+}
