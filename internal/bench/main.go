@@ -93,6 +93,8 @@ func main() {
 	flag.IntVar(&cfg.tune.ReadAhead, "read-ahead", 0, "snapshot.Options.ReadAhead (0: the library's default, 2; -1: none)")
 	flag.IntVar(&cfg.tune.RowGroupRows, "row-group-rows", 0, "experiment: delta.Options.RowGroupRows (and the limit's row groups)")
 	flag.IntVar(&cfg.tune.Parallelism, "parallelism", 0, "experiment: snapshot.Options.Parallelism")
+	flag.StringVar(&cfg.tune.LimitCodec, "limit-codec", "", "experiment: the limit's Parquet codec (snappy, lz4_raw, zstd, uncompressed); sink/delta keeps Snappy")
+	flag.IntVar(&cfg.tune.LimitPageBytes, "limit-page-bytes", 0, "experiment: the limit's Parquet data page size in bytes; sink/delta keeps parquetprops.DataPageBytes")
 	flag.BoolVar(&cfg.wire, "wire", false, "measure the read path over TDS instead: source/sqlserver through go-mssqldb from internal/tdsserver on loopback, beside the generator")
 	flag.BoolVar(&cfg.resume, "resume", false, "measure resuming instead: per size and partition count, a clean snapshot, one failed at 90 % of its rows, and its resume (how many rows it reads again); -parallelism sets the workers (default 2)")
 	flag.IntVar(&cfg.packetSize, "packet-size", 0, "with -wire: the TDS packet size the client asks for (0: go-mssqldb's default, 4096)")

@@ -136,6 +136,10 @@ type tuning struct {
 	ReadAhead    int  `json:"read_ahead,omitempty"`
 	RowGroupRows int  `json:"row_group_rows,omitempty"`
 	Parallelism  int  `json:"parallelism,omitempty"`
+	// LimitCodec and LimitPageBytes change the limit's Parquet codec and
+	// data page size only (sink/delta keeps its own): what each would save.
+	LimitCodec     string `json:"limit_codec,omitempty"`
+	LimitPageBytes int    `json:"limit_page_bytes,omitempty"`
 }
 
 var tune tuning
@@ -144,6 +148,12 @@ var tune tuning
 const tuningEnv = "CDCSNAP_BENCH_TUNING"
 
 func (t tuning) apply() error {
+	if _, ok := limitCodecs[t.LimitCodec]; t.LimitCodec != "" && !ok {
+		return fmt.Errorf("-limit-codec %q: want one of snappy, lz4_raw, zstd, uncompressed", t.LimitCodec)
+	}
+	if t.LimitPageBytes < 0 {
+		return fmt.Errorf("-limit-page-bytes %d: must not be negative", t.LimitPageBytes)
+	}
 	tune = t
 	if t.FastSnappy {
 		return fastsnappy.Register()
@@ -277,9 +287,24 @@ func (s *shareReader) Next() bool {
 }
 
 // limitProps are sink/delta's writer properties (internal/parquetprops),
-// with the row-group size under test.
+// with the row-group size, codec and page size under test.
 func limitProps(rec arrow.RecordBatch) *parquet.WriterProperties {
-	return parquetprops.ForBronze(rec, cmp.Or(tune.RowGroupRows, 1<<20), "cdcsnap bench limit")
+	var extra []parquet.WriterProperty
+	if tune.LimitCodec != "" {
+		extra = append(extra, parquet.WithCompression(limitCodecs[tune.LimitCodec]))
+	}
+	if tune.LimitPageBytes > 0 {
+		extra = append(extra, parquet.WithDataPageSize(int64(tune.LimitPageBytes)))
+	}
+	return parquetprops.ForBronzeWith(rec, cmp.Or(tune.RowGroupRows, 1<<20), "cdcsnap bench limit", extra...)
+}
+
+// limitCodecs are the codecs -limit-codec can name.
+var limitCodecs = map[string]compress.Compression{
+	"snappy":       compress.Codecs.Snappy,
+	"lz4_raw":      compress.Codecs.Lz4Raw,
+	"zstd":         compress.Codecs.Zstd,
+	"uncompressed": compress.Codecs.Uncompressed,
 }
 
 // runLimit writes the IPC file's records to Parquet with pqarrow and

@@ -34,6 +34,9 @@ func TestForBronze(t *testing.T) {
 			t.Errorf("dictionary for %s = %v, want %v", name, got, want)
 		}
 	}
+	if props.DataPageSize() != DataPageBytes {
+		t.Errorf("data page size %d, want %d", props.DataPageSize(), DataPageBytes)
+	}
 	if props.MaxRowGroupLength() != 4096 {
 		t.Errorf("row group length %d", props.MaxRowGroupLength())
 	}
