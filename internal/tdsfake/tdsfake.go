@@ -227,16 +227,9 @@ func (h *handler) indexes(ctx context.Context, a args, w *tdsserver.ResponseWrit
 		if objectID(ci.SourceSchema, ci.SourceTable) != id {
 			continue
 		}
-		info, err := h.db.Table(ci.SourceSchema, ci.SourceTable)
-		if err != nil {
-			return err
-		}
-		for _, c := range ci.Columns {
-			for _, tc := range info.Columns {
-				if tc.Name == c.Name && tc.Collation != c.Collation {
-					return nil // hidden: no rows
-				}
-			}
+		_, visible, err := h.visibleTable(ci)
+		if err != nil || !visible {
+			return err // hidden: no rows
 		}
 		if ci.Heap {
 			if err := w.Row(int64(0), nil, int64(0), false, nil, nil); err != nil {
@@ -412,16 +405,9 @@ func (h *handler) columns(ctx context.Context, a args, w *tdsserver.ResponseWrit
 		if objectID(ci.SourceSchema, ci.SourceTable) != id {
 			continue
 		}
-		info, err := h.db.Table(ci.SourceSchema, ci.SourceTable)
-		if err != nil {
-			return err
-		}
-		for _, c := range ci.Columns {
-			for _, tc := range info.Columns {
-				if tc.Name == c.Name && tc.Collation != c.Collation {
-					return nil // hidden: no rows
-				}
-			}
+		info, visible, err := h.visibleTable(ci)
+		if err != nil || !visible {
+			return err // hidden: no rows
 		}
 		for _, c := range info.Columns {
 			var coll, cp any
@@ -435,6 +421,23 @@ func (h *handler) columns(ctx context.Context, a args, w *tdsserver.ResponseWrit
 		return nil
 	}
 	return nil
+}
+
+// visibleTable returns the table ci captures, and false when ci hides one
+// of its columns' collations (the login may not see its metadata).
+func (h *handler) visibleTable(ci *source.CaptureInstance) (fake.TableInfo, bool, error) {
+	info, err := h.db.Table(ci.SourceSchema, ci.SourceTable)
+	if err != nil {
+		return info, false, err
+	}
+	for _, c := range ci.Columns {
+		for _, tc := range info.Columns {
+			if tc.Name == c.Name && tc.Collation != c.Collation {
+				return info, false, nil
+			}
+		}
+	}
+	return info, true, nil
 }
 
 // maxLength is sys.columns.max_length: bytes, -1 for max and xml, two

@@ -26,18 +26,28 @@ import (
 // read as NULL. Partitioned tables are not supported. Release the reader
 // when done.
 func (t *Table) ReadAll(ctx context.Context) (array.RecordReader, error) {
-	s, err := t.current(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if s.version < 0 {
-		return nil, fmt.Errorf("delta: table %s does not exist", t.url)
-	}
-	as, err := s.schema.ArrowSchema()
+	s, as, err := t.readable(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return t.newReader(ctx, s, s.sortedFiles(), as)
+}
+
+// readable returns the table's current state and its Arrow schema, or an
+// error when the table does not exist.
+func (t *Table) readable(ctx context.Context) (*state, *arrow.Schema, error) {
+	s, err := t.current(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if s.version < 0 {
+		return nil, nil, fmt.Errorf("delta: table %s does not exist", t.url)
+	}
+	as, err := s.schema.ArrowSchema()
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, as, nil
 }
 
 // newReader reads files of s in schema (the table's columns, or some).

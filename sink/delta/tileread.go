@@ -3,7 +3,6 @@ package delta
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -25,14 +24,7 @@ import (
 // key is the capture instance's key, ordered as keyrange orders it. It
 // implements reconcile.TileReader; release the reader when done.
 func (t *Table) ReadKeyRange(ctx context.Context, captureInstance string, key []keyrange.Column, r keyrange.Range) (array.RecordReader, error) {
-	s, err := t.current(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if s.version < 0 {
-		return nil, fmt.Errorf("delta: table %s does not exist", t.url)
-	}
-	as, err := s.schema.ArrowSchema()
+	s, as, err := t.readable(ctx)
 	if err != nil {
 		return nil, err
 	}
