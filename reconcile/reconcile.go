@@ -26,6 +26,19 @@
 // Tiles are compared Options.Parallel at a time. Differences are kept in
 // memory too: set Options.MaxDifferences when a target may be far off.
 //
+// A capture instance without a unique index has no key: its target is
+// compared as a multiset of rows, in one tile (Report.Keyless). The image
+// is its latest snapshot's rows (the newest the target records, as a sink
+// does, or whose rows it holds) plus the change rows stamped after them:
+// an insert or update-after adds a copy of its row, a delete or
+// update-before removes one. Both sides are counted and hashed while they
+// stream, so a table that matches costs two reads of the target and one
+// of the source whatever its size; one that differs is read once more
+// from each side, holding the target's distinct rows, and reported as one
+// Missing or Extra row per copy. Columns that change rows do not carry
+// are left out (Report.Omitted). A re-snapshot taken at the LSN of the
+// one before it cannot be told apart from it: its rows count twice.
+//
 // RunAll verifies many capture instances, each against its own source
 // and target, a few at a time, and reports each on its own: one
 // instance's error does not stop the others.
@@ -138,10 +151,18 @@ type Hash [16]byte
 // String returns the hash in hex.
 func (h Hash) String() string { return hex.EncodeToString(h[:]) }
 
-func (h *Hash) add(row [32]byte) {
+func (h *Hash) add(row [32]byte) { h.addSigned(row, false) }
+
+// sub takes a row out of the set: a multiset's removed copy.
+func (h *Hash) sub(row [32]byte) { h.addSigned(row, true) }
+
+func (h *Hash) addSigned(row [32]byte, negate bool) {
 	for lane := 0; lane < 2; lane++ {
 		a := binary.LittleEndian.Uint64(h[lane*8:])
 		b := binary.LittleEndian.Uint64(row[lane*8:])
+		if negate {
+			b = -b
+		}
 		binary.LittleEndian.PutUint64(h[lane*8:], a+b)
 	}
 }
@@ -191,7 +212,8 @@ type Difference struct {
 	// Kind says how it differs.
 	Kind Kind
 	// Key is the key as the source spells it (as the target does for
-	// Extra).
+	// Extra); nil for a capture instance without a unique index
+	// (Report.Keyless), whose differences are rows, one per copy.
 	Key keyrange.Tuple
 	// Source and Target are the row's canonical values per captured
 	// column (Report.Columns), nil on the side that lacks the key.
@@ -200,6 +222,9 @@ type Difference struct {
 
 // String describes the difference on one line.
 func (d Difference) String() string {
+	if d.Key == nil {
+		return keylessString(d)
+	}
 	switch d.Kind {
 	case Missing:
 		return fmt.Sprintf("tile %d: key %v missing from the target (source %q)", d.Tile, []any(d.Key), d.Source)
@@ -227,6 +252,19 @@ type Report struct {
 	// then be changes in flight).
 	SourceLSN     lsn.LSN
 	SourceChanged bool
+	// Keyless is true when the capture instance has no unique index: its
+	// target was compared as a multiset of rows, in one tile, and its
+	// differences are Missing or Extra rows, never Different keys.
+	Keyless bool
+	// Omitted are the captured columns a keyless comparison left out
+	// because change rows do not carry their values (Columns lists the
+	// rest); nil for a keyed one.
+	Omitted []OmittedColumn
+}
+
+// OmittedColumn is a captured column left out of a comparison, and why.
+type OmittedColumn struct {
+	Name, Reason string
 }
 
 // Clean reports whether every tile matched.
@@ -300,9 +338,6 @@ func run(ctx context.Context, src source.Source, dst RowReader, opts Options) (*
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
-	if len(key) == 0 {
-		return nil, fmt.Errorf("%s: the capture instance has no unique index: rows have no key to compare by", where)
-	}
 	cmp := &comparer{ci: ci, key: key}
 	for _, c := range ci.Columns {
 		cmp.columns = append(cmp.columns, c.Name)
@@ -310,6 +345,12 @@ func run(ctx context.Context, src source.Source, dst RowReader, opts Options) (*
 	rep := &Report{CaptureInstance: opts.CaptureInstance, Columns: cmp.columns}
 	if rep.SourceLSN, err = src.MaxLSN(ctx); err != nil {
 		return nil, fmt.Errorf("%s: max LSN: %w", where, err)
+	}
+	if len(key) == 0 {
+		if err := runKeyless(ctx, src, dst, ci, rep, opts, log, start); err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		return finish(ctx, src, rep, opts, log, where)
 	}
 	ranges, err := tiles(ctx, src, ci, key, opts, log)
 	if err != nil {
@@ -384,13 +425,23 @@ func run(ctx context.Context, src source.Source, dst RowReader, opts Options) (*
 			rep.Differences = append(rep.Differences, d)
 		}
 	}
+	return finish(ctx, src, rep, opts, log, where)
+}
+
+// finish notes whether the source moved while rep was made.
+func finish(ctx context.Context, src source.Source, rep *Report, opts Options, log *slog.Logger, where string) (*Report, error) {
 	end, err := src.MaxLSN(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s: max LSN: %w", where, err)
 	}
 	rep.SourceChanged = end != rep.SourceLSN
-	log.InfoContext(ctx, "reconciled", "capture_instance", opts.CaptureInstance, "tiles", len(rep.Tiles), "differing_tiles", len(rep.DifferingTiles()),
-		"differences", len(rep.Differences), "source_rows", sourceRows, "target_rows", targetRs, "source_changed", rep.SourceChanged)
+	var sourceRows, targetRows int64
+	for _, t := range rep.Tiles {
+		sourceRows += t.SourceRows
+		targetRows += t.TargetRows
+	}
+	log.InfoContext(ctx, "reconciled", "capture_instance", opts.CaptureInstance, "keyless", rep.Keyless, "tiles", len(rep.Tiles), "differing_tiles", len(rep.DifferingTiles()),
+		"differences", len(rep.Differences), "source_rows", sourceRows, "target_rows", targetRows, "source_changed", rep.SourceChanged)
 	return rep, nil
 }
 

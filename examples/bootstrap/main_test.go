@@ -127,7 +127,7 @@ func TestRunCreatesTableWithFeatures(t *testing.T) {
 // TestRunMany runs the main job's many-instance mode on a small demo: every
 // selected instance gets its own table from the template, the progress
 // display covers the run, and the job's own check proves each table's
-// latest image equals its source. A rerun reads nothing; a template that
+// latest image equals its source, as reconcile.RunAll then confirms. A rerun reads nothing; a template that
 // sends two instances to one table is refused.
 func TestRunMany(t *testing.T) {
 	dir := t.TempDir()
@@ -143,6 +143,8 @@ func TestRunMany(t *testing.T) {
 		"snapshot sales_t01 -> " + dir + "/sales/t01: 100 rows at LSN 0x",
 		"tables:   6 selected, 6 snapshotted (2,100 rows in ",
 		"check:    6 tables streamed to the current LSN; the latest image of each equals its source table (2100 keys)",
+		"verify:   reconcile.RunAll: 6 tables clean, ",
+		" tiles, 2,100 source rows hashed against their Delta tables in ",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, &out)

@@ -1,0 +1,421 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/lsn"
+	"github.com/cdcsnap/cdcsnap/sink"
+	"github.com/cdcsnap/cdcsnap/snapshot"
+	"github.com/cdcsnap/cdcsnap/source"
+)
+
+// A capture instance without a unique index has no key to take a latest
+// image by, so its target is compared as a multiset of rows. Its image is
+// the rows of its latest snapshot (the newer of the newest the target
+// records and the greatest coalesce(_snapshot, _start_lsn) among its
+// _operation 0 rows) plus every change row stamped
+// after that snapshot's rows: an insert (2) or update-after (4) adds a
+// copy of its row, a delete (1) or update-before (3) removes one. The
+// change feed carries both images of an update (N'all update old',
+// source/sqlserver/FACTS.md F09) and a delete's values, so every change
+// names the row it adds or removes. Changes at or below the snapshot's
+// stamp are already in the snapshot's rows and are skipped, as the keyed
+// merge overwrites them.
+//
+// Change rows do not always carry a removed row's values: CDC writes NULL
+// for text, ntext and image in deletes and update-before rows, and for
+// the (max) types and xml in update-before rows of updates that left them
+// alone (source/sqlserver/FACTS.md F13); a peer saw deletes carry NULL in
+// NOT NULL columns (F52). Such a row would remove a copy that is not
+// there, so the multiset leaves those columns out: the large-object
+// types always, and a NOT NULL column whenever a delete or update-before
+// row in the target carries NULL in it. Report.Omitted names them.
+//
+// Both sides are counted and hashed while streaming (the order-independent
+// Hash subtracts as it adds), so a matching table costs two reads of the
+// target (one for the snapshot, one for the sums) and one of the source,
+// and memory does not grow with the table. A table that differs is read
+// once more from each side and narrowed to the rows whose copies differ;
+// that holds the target's distinct rows in memory.
+
+// keylessTarget reads the target rows of one keyless capture instance.
+type keylessTarget struct {
+	c    *comparer
+	dst  RowReader
+	opts Options
+	from string // Options.From as text, or ""
+}
+
+// each calls f with every row of the capture instance in dst whose
+// _start_lsn is at or above Options.From, its Order and its
+// coalesce(_snapshot, _start_lsn); cols locate the captured columns.
+func (k *keylessTarget) each(ctx context.Context, f func(rec arrow.RecordBatch, i int, cols []int, o snapshot.Order, snap string) error) error {
+	rr, err := k.dst.ReadAll(ctx)
+	if err != nil {
+		return err
+	}
+	defer rr.Release()
+	schema := rr.Schema()
+	if schema.NumFields() == len(sink.MetadataFields()) && len(schema.FieldIndices(k.c.columns[0])) == 0 {
+		return nil // an empty table that has no captured columns yet
+	}
+	cols, _, err := k.c.columnsOf(schema)
+	if err != nil {
+		return err
+	}
+	orderCols, err := snapshot.FindOrderColumns(schema)
+	if err != nil {
+		return err
+	}
+	ciIdx := schema.FieldIndices(sink.ColCaptureInstance)
+	if len(ciIdx) != 1 {
+		return fmt.Errorf("the rows have no column %q: not a bronze table", sink.ColCaptureInstance)
+	}
+	snapIdx := schema.FieldIndices(sink.ColSnapshot) // absent in tables written before it existed
+	for rr.Next() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rec := rr.RecordBatch()
+		ciCol, ok := rec.Column(ciIdx[0]).(*array.String)
+		if !ok {
+			return fmt.Errorf("column %q is %s, not a string", sink.ColCaptureInstance, rec.Column(ciIdx[0]).DataType())
+		}
+		var snapCol *array.String
+		if len(snapIdx) == 1 {
+			if snapCol, ok = rec.Column(snapIdx[0]).(*array.String); !ok {
+				return fmt.Errorf("column %q is %s, not a string", sink.ColSnapshot, rec.Column(snapIdx[0]).DataType())
+			}
+		}
+		for i := 0; i < int(rec.NumRows()); i++ {
+			if ciCol.IsNull(i) || !sink.SameInstance(ciCol.Value(i), k.opts.CaptureInstance) {
+				continue
+			}
+			o := orderCols.Order(rec, i)
+			start := ""
+			if o.StartLSN != nil {
+				start = *o.StartLSN
+			}
+			if k.from != "" && start < k.from {
+				continue
+			}
+			snap := start
+			if snapCol != nil && !snapCol.IsNull(i) {
+				snap = snapCol.Value(i)
+			}
+			if err := f(rec, i, cols, o, snap); err != nil {
+				return err
+			}
+		}
+	}
+	return rr.Err()
+}
+
+// cut is what the target's image is made of: the snapshot whose rows
+// count, and the stamp above which changes count.
+type cut struct {
+	found bool
+	snap  string // the latest snapshot's coalesce(_snapshot, _start_lsn)
+	stamp string // the _start_lsn of its rows
+}
+
+// snapshotFinder and chunkedFinder are targets that record their
+// snapshots, even one that wrote no rows: sinks do (sink.Sink,
+// sink.ChunkSink).
+type snapshotFinder interface {
+	FindSnapshot(ctx context.Context, captureInstance string) (sink.Snapshot, error)
+}
+
+type chunkedFinder interface {
+	FindChunked(ctx context.Context, captureInstance string) (sink.Chunked, error)
+}
+
+// recorded returns the LSN of the newest snapshot, whole or chunked, that
+// the target records, and "" when it records none or cannot tell.
+func (k *keylessTarget) recorded(ctx context.Context) (string, error) {
+	var newest string
+	consider := func(at lsn.LSN, err error) error {
+		switch {
+		case err == nil:
+			newest = max(newest, at.String())
+		case !errors.Is(err, sink.ErrNotFound):
+			return fmt.Errorf("finding its snapshot: %w", err)
+		}
+		return nil
+	}
+	if f, ok := k.dst.(snapshotFinder); ok {
+		s, err := f.FindSnapshot(ctx, k.opts.CaptureInstance)
+		if err := consider(s.LSN, err); err != nil {
+			return "", err
+		}
+	}
+	if f, ok := k.dst.(chunkedFinder); ok {
+		s, err := f.FindChunked(ctx, k.opts.CaptureInstance)
+		if err := consider(s.LSN, err); err != nil {
+			return "", err
+		}
+	}
+	return newest, nil
+}
+
+// lostInChanges says why a keyless comparison leaves c out, or "" when
+// change rows carry its values.
+func lostInChanges(c source.Column) string {
+	switch {
+	case c.Type == "text" || c.Type == "ntext" || c.Type == "image":
+		return "CDC writes NULL for it in delete and update-before rows (FACTS.md F13)"
+	case c.Type == "xml" || c.Length < 0 && (c.Type == "varchar" || c.Type == "nvarchar" || c.Type == "varbinary"):
+		return "CDC writes NULL for it in update-before rows of updates that leave it alone (FACTS.md F13)"
+	}
+	return ""
+}
+
+// findCut finds the target's latest snapshot: the newer of the one the
+// target records and the newest whose rows it holds. Its rows must share
+// one stamp: a chunked snapshot of a table without a key is one chunk. A
+// snapshot with no rows is taken as stamped at its LSN, as a whole
+// snapshot's rows are. It also returns the compared columns that the
+// source declares NOT NULL and that a delete or update-before row holds
+// NULL in (by index into k.c.columns).
+func (k *keylessTarget) findCut(ctx context.Context, notNull []int) (cut, map[int]bool, error) {
+	var (
+		c      cut
+		stamps = map[string]bool{}
+		nulled = map[int]bool{}
+	)
+	known, err := k.recorded(ctx)
+	if err != nil {
+		return c, nil, err
+	}
+	if known != "" && known >= k.from {
+		c = cut{found: true, snap: known}
+	}
+	err = k.each(ctx, func(rec arrow.RecordBatch, i int, cols []int, o snapshot.Order, snap string) error {
+		if o.Operation == 1 || o.Operation == 3 {
+			for _, j := range notNull {
+				if rec.Column(cols[j]).IsNull(i) {
+					nulled[j] = true
+				}
+			}
+		}
+		if o.Operation != 0 {
+			return nil
+		}
+		if !c.found || snap > c.snap {
+			c.found, c.snap = true, snap
+			clear(stamps)
+		}
+		if snap == c.snap && o.StartLSN != nil {
+			stamps[*o.StartLSN] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return c, nil, err
+	}
+	if len(stamps) > 1 {
+		return c, nil, fmt.Errorf("the target's latest snapshot (%s) has rows stamped at %d different LSNs: a table without a key is verified as a multiset, which needs its snapshot in one chunk", c.snap, len(stamps))
+	}
+	c.stamp = c.snap
+	for s := range stamps {
+		c.stamp = s
+	}
+	return c, nulled, nil
+}
+
+// sign is +1 when row i of the target adds a copy to the image, -1 when
+// it removes one, 0 when it is not part of the image.
+func (c cut) sign(o snapshot.Order, snap string) int {
+	if o.Operation == 0 {
+		if c.found && snap == c.snap {
+			return 1
+		}
+		return 0
+	}
+	if c.found && (o.StartLSN == nil || *o.StartLSN <= c.stamp) {
+		return 0 // already in the snapshot's rows
+	}
+	switch o.Operation {
+	case 2, 4:
+		return 1
+	case 1, 3:
+		return -1
+	}
+	return 0
+}
+
+// runKeyless is run for a capture instance without a unique index.
+func runKeyless(ctx context.Context, src source.Source, dst RowReader, ci *source.CaptureInstance, rep *Report, opts Options, log *slog.Logger, start time.Time) error {
+	rep.Keyless = true
+	log.InfoContext(ctx, "the capture instance has no unique index: comparing its rows as a multiset in one tile", "capture_instance", opts.CaptureInstance)
+	c := &comparer{ci: ci}
+	var notNull []int
+	for _, col := range ci.Columns {
+		if why := lostInChanges(col); why != "" {
+			rep.Omitted = append(rep.Omitted, OmittedColumn{Name: col.Name, Reason: why})
+			continue
+		}
+		if !col.Nullable && !col.Computed {
+			notNull = append(notNull, len(c.columns))
+		}
+		c.columns = append(c.columns, col.Name)
+	}
+	if len(c.columns) == 0 {
+		return fmt.Errorf("every captured column is a large-object type whose values change rows lose (%v): a table without a key has nothing to compare rows by", rep.Omitted)
+	}
+	k := &keylessTarget{c: c, dst: dst, opts: opts}
+	if !opts.From.IsZero() {
+		k.from = opts.From.String()
+	}
+	whole := keyrange.Whole()[0]
+	tile := Tile{Range: whole}
+	readOpts := source.ReadOptions{Isolation: opts.Isolation, BatchRows: opts.BatchRows}
+	ct, nulled, err := k.findCut(ctx, notNull)
+	if err != nil {
+		return fmt.Errorf("reading the target: %w", err)
+	}
+	if len(nulled) > 0 {
+		var kept []string
+		for j, name := range c.columns {
+			if nulled[j] {
+				rep.Omitted = append(rep.Omitted, OmittedColumn{Name: name, Reason: "the source declares it NOT NULL, and a delete or update-before row in the target holds NULL in it (FACTS.md F52)"})
+				log.WarnContext(ctx, "a removal row lost a NOT NULL column's value: leaving the column out", "capture_instance", opts.CaptureInstance, "column", name)
+				continue
+			}
+			kept = append(kept, name)
+		}
+		if len(kept) == 0 {
+			return fmt.Errorf("change rows lost the values of every comparable column (%v): a table without a key has nothing to compare rows by", rep.Omitted)
+		}
+		c.columns = kept
+	}
+	rep.Columns = c.columns
+	var row keyedRow
+	err = k.each(ctx, func(rec arrow.RecordBatch, i int, cols []int, o snapshot.Order, snap string) error {
+		s := ct.sign(o, snap)
+		if s == 0 {
+			return nil
+		}
+		if err := c.fill(&row, rec, i, cols); err != nil {
+			return err
+		}
+		tile.TargetRows += int64(s)
+		if s > 0 {
+			tile.TargetHash.add(row.hash)
+		} else {
+			tile.TargetHash.sub(row.hash)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reading the target: %w", err)
+	}
+	err = c.readSource(ctx, src, whole, readOpts, func(row *keyedRow) error {
+		tile.SourceRows++
+		tile.SourceHash.add(row.hash)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reading the source: %w", err)
+	}
+	if opts.Progress != nil {
+		opts.Progress(Progress{TilesDone: 1, Tiles: 1, SourceRows: tile.SourceRows, Elapsed: time.Since(start)})
+	}
+	rep.Tiles = []Tile{tile}
+	if !tile.Differs() {
+		return nil
+	}
+	log.InfoContext(ctx, "the rows differ; narrowing them", "capture_instance", opts.CaptureInstance,
+		"source_rows", tile.SourceRows, "target_rows", tile.TargetRows)
+	diffs, err := k.narrow(ctx, src, ct, readOpts)
+	if err != nil {
+		return fmt.Errorf("narrowing: %w", err)
+	}
+	if opts.MaxDifferences > 0 && len(diffs) > opts.MaxDifferences {
+		diffs, rep.Truncated = diffs[:opts.MaxDifferences], true
+	}
+	rep.Differences = diffs
+	return nil
+}
+
+// copies is one distinct row: its values and how many copies the target
+// holds less those the source holds.
+type copies struct {
+	values []string
+	n      int64
+}
+
+// narrow returns one Difference per copy of a row that one side holds
+// more often than the other, ordered by the rows' values: Missing when
+// the source holds more copies (a target that removed a copy it never
+// held is missing one), Extra when the target does.
+func (k *keylessTarget) narrow(ctx context.Context, src source.Source, ct cut, readOpts source.ReadOptions) ([]Difference, error) {
+	rows := map[[32]byte]*copies{}
+	at := func(row *keyedRow) *copies {
+		cp, ok := rows[row.hash]
+		if !ok {
+			cp = &copies{values: row.values}
+			rows[row.hash] = cp
+		}
+		return cp
+	}
+	err := k.each(ctx, func(rec arrow.RecordBatch, i int, cols []int, o snapshot.Order, snap string) error {
+		s := ct.sign(o, snap)
+		if s == 0 {
+			return nil
+		}
+		row := &keyedRow{}
+		if err := k.c.fill(row, rec, i, cols); err != nil {
+			return err
+		}
+		at(row).n += int64(s)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the target: %w", err)
+	}
+	err = k.c.readSource(ctx, src, keyrange.Whole()[0], readOpts, func(row *keyedRow) error {
+		at(row).n--
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the source: %w", err)
+	}
+	var out []Difference
+	for _, cp := range rows {
+		for ; cp.n > 0; cp.n-- {
+			out = append(out, Difference{Kind: Extra, Target: cp.values})
+		}
+		for ; cp.n < 0; cp.n++ {
+			out = append(out, Difference{Kind: Missing, Source: cp.values})
+		}
+	}
+	values := func(d Difference) []string { return append(d.Source, d.Target...) } // one of them is nil
+	slices.SortStableFunc(out, func(a, b Difference) int {
+		if n := slices.Compare(values(a), values(b)); n != 0 {
+			return n
+		}
+		return int(a.Kind - b.Kind)
+	})
+	return out, nil
+}
+
+// keylessString describes a difference of a table without a key.
+func keylessString(d Difference) string {
+	if d.Kind == Missing {
+		return fmt.Sprintf("a row missing from the target (source %q)", d.Source)
+	}
+	if d.Kind == Extra {
+		return fmt.Sprintf("a row extra in the target (%q)", d.Target)
+	}
+	return fmt.Sprintf("a row that differs: source %q, target %q", d.Source, d.Target)
+}
