@@ -39,6 +39,12 @@ type heapWorld struct {
 	from  lsn.LSN // a re-snapshot's LSN, which downstream rebuilds from
 	// snapRows is how many rows the latest snapshot wrote.
 	snapRows int
+	// stamp is the latest snapshot's LSN when it is a whole one (its
+	// rows' _start_lsn), else zero.
+	stamp lsn.LSN
+	// emptyChunk is true when the target was seeded by a backfill that
+	// read no rows: its stamp is not recorded, and reconcile refuses it.
+	emptyChunk bool
 }
 
 // rowCount is the number of the source's rows.
@@ -168,12 +174,25 @@ func newHeapWorld(t testing.TB, r *rand.Rand, n int, table bool) *heapWorld {
 	whole := r.IntN(3) > 0
 	h.snapRows = h.rowCount(t)
 	if whole {
-		h.next, _, err = snapshot.Bootstrap(ctx, h.db, h.dst, snapshot.Options{CaptureInstance: heapCI, Partitions: 1 + r.IntN(3)})
+		var res snapshot.Result
+		h.next, res, err = snapshot.Bootstrap(ctx, h.db, h.dst, snapshot.Options{CaptureInstance: heapCI, Partitions: 1 + r.IntN(3)})
+		h.stamp = res.LSN
 	} else {
 		o := snapshot.BackfillOptions{CaptureInstance: heapCI, ChunkRows: 1 + r.Int64N(30)}
-		if h.next, _, err = snapshot.BootstrapBackfill(ctx, h.db, h.dst, o); err == nil {
-			_, err = snapshot.Backfill(ctx, h.db, h.dst, o)
+		if h.next, _, err = snapshot.BootstrapBackfill(ctx, h.db, h.dst, o); err != nil {
+			t.Fatal(err)
 		}
+		// Changes between S and the chunk's read: the stream carries
+		// them, and the chunk (stamped above them) holds them already.
+		for range r.IntN(6) {
+			h.change(t, r)
+		}
+		if r.IntN(2) == 0 {
+			h.stream(t)
+		}
+		h.snapRows = h.rowCount(t)
+		h.emptyChunk = h.snapRows == 0
+		_, err = snapshot.Backfill(ctx, h.db, h.dst, o)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +217,7 @@ func newHeapWorld(t testing.TB, r *rand.Rand, n int, table bool) *heapWorld {
 		if h.next, res, err = snapshot.Bootstrap(ctx, h.db, h.dst, snapshot.Options{CaptureInstance: heapCI, Resnapshot: true}); err != nil {
 			t.Fatal(err)
 		}
-		h.from = res.LSN
+		h.from, h.stamp = res.LSN, res.LSN
 		for range r.IntN(10) {
 			h.change(t, r)
 		}
@@ -209,8 +228,9 @@ func newHeapWorld(t testing.TB, r *rand.Rand, n int, table bool) *heapWorld {
 
 // drift appends change rows to the target only: from a scratch database
 // whose LSNs are above every source LSN (inserted copies, deleted and
-// updated copies of source rows), and from one whose LSNs are below the
-// snapshot's (which the image must skip). It returns the target's
+// updated copies of source rows), from one whose LSNs are below the
+// snapshot's, and, when the snapshot's stamp is known, inserts at exactly
+// that stamp (both of which the image must skip). It returns the target's
 // multiset as the oracle computes it: the source's plus what the high
 // changes add and less what they remove.
 func (h *heapWorld) drift(t testing.TB, r *rand.Rand) map[string]int {
@@ -220,8 +240,12 @@ func (h *heapWorld) drift(t testing.TB, r *rand.Rand) map[string]int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, first := range []lsn.LSN{{0, 0, 0x0f, 0xff, 0, 0, 0, 0, 0, 1}, {0, 0, 0, 0, 0, 0, 0, 0, 0, 1}} {
-		high := first[2] != 0
+	firsts := []lsn.LSN{{0, 0, 0x0f, 0xff, 0, 0, 0, 0, 0, 1}, {0, 0, 0, 0, 0, 0, 0, 0, 0, 1}}
+	if !h.stamp.IsZero() {
+		firsts = append(firsts, h.stamp)
+	}
+	for n, first := range firsts {
+		high, atStamp := n == 0, n == 2
 		scratch := fake.New(fake.Options{FirstLSN: first})
 		if err := scratch.CreateTable(fake.TableDef{Schema: "dbo", Name: "heap", Columns: heapColumns, Key: []string{"rowid"}, Keyless: true}); err != nil {
 			t.Fatal(err)
@@ -231,6 +255,9 @@ func (h *heapWorld) drift(t testing.TB, r *rand.Rand) map[string]int {
 		}
 		var copies []fake.Row
 		for _, i := range r.Perm(len(src))[:min(len(src), r.IntN(4))] {
+			if atStamp {
+				break // no load: the first commit must be the stamp's
+			}
 			copies = append(copies, src[i])
 		}
 		if len(copies) > 0 {
@@ -276,11 +303,14 @@ func (h *heapWorld) drift(t testing.TB, r *rand.Rand) map[string]int {
 		if at.IsZero() {
 			continue // nothing was committed
 		}
+		if atStamp && at != h.stamp {
+			t.Fatalf("the scratch commit is at %s, not at the stamp %s", at, h.stamp)
+		}
 		rr, err := snapshot.Changes(ctx, scratch, heapCI, at, at, 1<<40)
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = h.appendChanges(ctx, 1<<40+int64(first[2]), rr)
+		err = h.appendChanges(ctx, 1<<40+int64(n), rr)
 		rr.Release()
 		if err != nil {
 			t.Fatal(err)
@@ -352,10 +382,11 @@ func (e recordingEveryRow) ReadKeyRange(ctx context.Context, _ string, _ []keyra
 // TestReconcileKeylessMultiset: a capture instance without a unique index
 // is compared as a multiset of rows. A target converged by a whole
 // snapshot (sometimes a second one over the first and its stream,
-// rebuilt from the second) or a backfill, and a stream of inserts, updates and deletes of rows that
+// rebuilt from the second) or a backfill (with changes between its LSN
+// and its chunk's read; one that read no rows is refused), and a stream of inserts, updates and deletes of rows that
 // repeat, reports clean; after drift (copies inserted, deleted or updated
-// above every source LSN, and changes below the snapshot that the image
-// skips) it reports exactly one Missing or Extra row per copy the
+// above every source LSN, and changes at or below the snapshot's stamp
+// that the image skips) it reports exactly one Missing or Extra row per copy the
 // brute-force oracle finds, ordered by value, read whole or through a
 // TileReader.
 func TestReconcileKeylessMultiset(t *testing.T) {
@@ -374,6 +405,14 @@ func TestReconcileKeylessMultiset(t *testing.T) {
 			// A target that does not record its snapshots has only
 			// its rows to find the newest one by.
 			modes["rows only"] = wholeOnly{h.dst}
+		}
+		if h.emptyChunk {
+			_, err := reconcile.Run(ctx, h.db, h.dst, opts)
+			if err == nil || !strings.Contains(err.Error(), "chunked") || !strings.Contains(err.Error(), "wrote no rows") {
+				t.Fatalf("case %d: a backfill that read no rows: %v", c, err)
+			}
+			h.dst.Close()
+			continue
 		}
 		check := func(stage string, want []string) {
 			t.Helper()
@@ -459,19 +498,21 @@ func TestReconcileKeylessReadSeesLaterInsert(t *testing.T) {
 // NULL column of a delete) would remove copies that are not there, so
 // those columns are left out, named in Report.Omitted, and the rows still
 // match on the others: the converged target is clean, and a drifted
-// delete whose flag came as NULL still removes its copy.
+// update whose before image's flag came as NULL still removes its copy.
+// A computed column, NULL everywhere, stays in even when NOT NULL.
 func TestReconcileKeylessOmitsLostColumns(t *testing.T) {
 	ctx := context.Background()
 	cols := []fake.ColumnDef{
 		{Name: "rowid", Type: "bigint"}, {Name: "v", Type: "int", Nullable: true}, {Name: "flag", Type: "bit"},
 		{Name: "note", Type: "nvarchar(max)", Nullable: true}, {Name: "doc", Type: "text", Nullable: true},
+		{Name: "calc", Type: "int", Computed: true}, // NOT NULL, yet NULL in every change row and read
 	}
 	db := fake.New(fake.Options{})
-	rows := []fake.Row{{int64(1), int64(1), true, "a", "x"}, {int64(2), int64(1), true, "a", "x"}, {int64(3), int64(2), false, "b", "y"}}
+	rows := []fake.Row{{int64(1), int64(1), true, "a", "x", int64(9)}, {int64(2), int64(1), true, "a", "x", int64(9)}, {int64(3), int64(2), false, "b", "y", int64(9)}}
 	if err := db.CreateTable(fake.TableDef{Schema: "dbo", Name: "heap", Columns: cols, Key: []string{"rowid"}, Keyless: true, Rows: rows}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.EnableCDC("dbo", "heap", heapCI, "v", "flag", "note", "doc"); err != nil {
+	if _, err := db.EnableCDC("dbo", "heap", heapCI, "v", "flag", "note", "doc", "calc"); err != nil {
 		t.Fatal(err)
 	}
 	h := &heapWorld{db: db, dst: fake.NewMemSink()}
@@ -485,7 +526,7 @@ func TestReconcileKeylessOmitsLostColumns(t *testing.T) {
 	if err := tx.Delete("dbo", "heap", []any{int64(1)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := tx.Update("dbo", "heap", []any{int64(3)}, fake.Row{int64(3), int64(5), false, "b", "y"}); err != nil {
+	if err := tx.Update("dbo", "heap", []any{int64(3)}, fake.Row{int64(3), int64(5), false, "b", "y", int64(9)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tx.Commit(); err != nil {
@@ -506,24 +547,25 @@ func TestReconcileKeylessOmitsLostColumns(t *testing.T) {
 		}
 		return strings.Join(names, ",") + " compared " + strings.Join(rep.Columns, ",")
 	}
-	if got := omitted(rep); !rep.Clean() || got != "note,doc compared v,flag" {
+	if got := omitted(rep); !rep.Clean() || got != "note,doc compared v,flag,calc" {
 		t.Fatalf("clean %v, %s: %v", rep.Clean(), got, rep.Differences)
 	}
 
-	// A delete whose NOT NULL flag came as NULL (as a peer saw): flag is
-	// left out too, and the delete still removes its copy.
+	// An update whose before image's NOT NULL flag came as NULL (a peer
+	// saw it in deletes): flag is left out too, and the before image still
+	// removes its copy.
 	scratch := fake.New(fake.Options{FirstLSN: lsn.LSN{0, 0, 0x0f, 0xff, 0, 0, 0, 0, 0, 1}})
 	lossy := append([]fake.ColumnDef(nil), cols...)
 	lossy[2].Nullable = true
 	if err := scratch.CreateTable(fake.TableDef{Schema: "dbo", Name: "heap", Columns: lossy, Key: []string{"rowid"}, Keyless: true,
-		Rows: []fake.Row{{int64(2), int64(1), nil, "a", "x"}}}); err != nil {
+		Rows: []fake.Row{{int64(2), int64(1), nil, "a", "x", int64(9)}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := scratch.EnableCDC("dbo", "heap", heapCI, "v", "flag", "note", "doc"); err != nil {
+	if _, err := scratch.EnableCDC("dbo", "heap", heapCI, "v", "flag", "note", "doc", "calc"); err != nil {
 		t.Fatal(err)
 	}
 	tx = scratch.Begin()
-	if err := tx.Delete("dbo", "heap", []any{int64(2)}); err != nil {
+	if err := tx.Update("dbo", "heap", []any{int64(2)}, fake.Row{int64(2), int64(7), nil, "a", "x", int64(9)}); err != nil {
 		t.Fatal(err)
 	}
 	at, err := tx.Commit()
@@ -543,10 +585,10 @@ func TestReconcileKeylessOmitsLostColumns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := omitted(rep); got != "note,doc,flag compared v" {
+	if got := omitted(rep); got != "note,doc,flag compared v,calc" {
 		t.Fatalf("omitted %s", got)
 	}
-	if got, want := gotDifferences(t, rep), []string{"missing v1"}; !slices.Equal(got, want) {
+	if got, want := gotDifferences(t, rep), []string{"extra v7|N", "missing v1|N"}; !slices.Equal(got, want) {
 		t.Fatalf("differences %v, want %v", got, want)
 	}
 }
@@ -555,7 +597,7 @@ func TestReconcileKeylessOmitsLostColumns(t *testing.T) {
 // one before it (nothing committed between) writes rows no column tells
 // apart from the first's. A keyed merge takes either; a table without a
 // key holds both copies, and reconcile reports every second copy as
-// Extra, rebuilt from that LSN or not.
+// Extra, rebuilt from that LSN or not; MaxDifferences truncates them.
 func TestReconcileKeylessTwinSnapshots(t *testing.T) {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(7, 8))
@@ -588,9 +630,17 @@ func TestReconcileKeylessTwinSnapshots(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := gotDifferences(t, rep); !slices.Equal(got, want) {
-			t.Fatalf("from %s: differences %v, want %v", from, got, want)
+		if got := gotDifferences(t, rep); !slices.Equal(got, want) || rep.Truncated {
+			t.Fatalf("from %s: differences %v (truncated %v), want %v", from, got, rep.Truncated, want)
 		}
+	}
+	// MaxDifferences keeps the first copies in order and says there were more.
+	rep, err := reconcile.Run(ctx, h.db, h.dst, reconcile.Options{CaptureInstance: heapCI, MaxDifferences: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := gotDifferences(t, rep); !slices.Equal(got, want[:2]) || !rep.Truncated {
+		t.Fatalf("MaxDifferences 2: %v (truncated %v), want %v", got, rep.Truncated, want[:2])
 	}
 }
 
@@ -618,5 +668,61 @@ func TestRunAllKeyless(t *testing.T) {
 	}
 	if got := gotDifferences(t, res[1].Report); !slices.Equal(got, want) {
 		t.Fatalf("keyless differences %v, want %v", got, want)
+	}
+}
+
+// TestReconcileKeylessChunkedStates: a chunked snapshot counts once
+// complete (one started over a converged whole snapshot, with nothing
+// committed yet, leaves the whole one in force), and one that read no
+// rows is refused: the LSN its chunk was read at is not recorded, so
+// changes it holds cannot be told from changes after it.
+func TestReconcileKeylessChunkedStates(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, table := range []bool{false, true} {
+		h := &heapWorld{db: fake.New(fake.Options{}), dst: newBronze(t, r, table)}
+		rows := []fake.Row{h.row(r), h.row(r), h.row(r)}
+		if err := h.db.CreateTable(fake.TableDef{Schema: "dbo", Name: "heap", Columns: heapColumns, Key: []string{"rowid"}, Keyless: true, Rows: rows}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.db.EnableCDC("dbo", "heap", heapCI, "a", "b", "c"); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if h.next, _, err = snapshot.Bootstrap(ctx, h.db, h.dst, snapshot.Options{CaptureInstance: heapCI}); err != nil {
+			t.Fatal(err)
+		}
+		h.change(t, r)
+		h.stream(t)
+		o := snapshot.BackfillOptions{CaptureInstance: heapCI}
+		if _, _, err := snapshot.BootstrapBackfill(ctx, h.db, h.dst, o); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := reconcile.Run(ctx, h.db, h.dst, reconcile.Options{CaptureInstance: heapCI})
+		if err != nil || !rep.Clean() {
+			t.Fatalf("%T, a chunked snapshot opened over a whole one: %+v, %v", h.dst, rep, err)
+		}
+		// Empty the table, and finish the backfill: its chunk reads nothing.
+		tx := h.db.Begin()
+		all, err := h.db.Rows("dbo", "heap")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range all {
+			if err := tx.Delete("dbo", "heap", []any{row[0]}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		h.stream(t)
+		if _, err := snapshot.Backfill(ctx, h.db, h.dst, o); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := reconcile.Run(ctx, h.db, h.dst, reconcile.Options{CaptureInstance: heapCI}); err == nil || !strings.Contains(err.Error(), "wrote no rows") {
+			t.Fatalf("%T, a chunked snapshot that read no rows: %v", h.dst, err)
+		}
+		h.dst.Close()
 	}
 }

@@ -34,10 +34,13 @@
 // update-before removes one. Both sides are counted and hashed while they
 // stream, so a table that matches costs two reads of the target and one
 // of the source whatever its size; one that differs is read once more
-// from each side, holding the target's distinct rows, and reported as one
-// Missing or Extra row per copy. Columns that change rows do not carry
-// are left out (Report.Omitted). A re-snapshot taken at the LSN of the
-// one before it cannot be told apart from it: its rows count twice.
+// from each side, holding the distinct rows of both sides, and is
+// reported as one Missing or Extra row per copy. Columns that change rows
+// do not carry are left out (Report.Omitted). A chunked snapshot counts
+// once complete. Two cases cannot be verified: a re-snapshot taken at the
+// LSN of the one before it cannot be told apart from it (its rows count
+// twice), and a chunked snapshot that wrote no rows leaves no record of
+// the LSN its chunk was read at (an error says so).
 //
 // RunAll verifies many capture instances, each against its own source
 // and target, a few at a time, and reports each on its own: one
@@ -144,8 +147,9 @@ type Progress struct {
 // ErrInvalidOptions is wrapped by errors for options that cannot work.
 var ErrInvalidOptions = errors.New("invalid reconcile options")
 
-// Hash is an order-independent hash of a set of rows: the sum, as two
-// 64-bit lanes modulo 2^64, of the first 16 bytes of each row's SHA-256.
+// Hash is an order-independent hash of a multiset of rows: the sum, as
+// two 64-bit lanes modulo 2^64, of the first 16 bytes of each row's
+// SHA-256 (a removed copy subtracts its row's).
 type Hash [16]byte
 
 // String returns the hash in hex.
@@ -184,9 +188,13 @@ func (t Tile) Differs() bool { return t.SourceRows != t.TargetRows || t.SourceHa
 type Kind int
 
 const (
-	// Missing: the key is in the source, not in the target.
+	// Missing: the key is in the source, not in the target. Without a
+	// key: the source holds more copies of the row than the target (a
+	// target whose changes remove a copy it never held counts as missing
+	// one, though the source may hold none).
 	Missing Kind = iota + 1
-	// Extra: the key is in the target, not in the source.
+	// Extra: the key is in the target, not in the source. Without a key:
+	// the target holds more copies of the row.
 	Extra
 	// Different: the key is in both, with other values.
 	Different

@@ -64,16 +64,19 @@
 // once, NULLs in the first range. The plan records the split column, so a
 // resumed or fanned-out snapshot reads the same ranges.
 //
-// Without a key nothing makes the snapshot and its stream idempotent. The
-// stream starts after L0, but the read never sees the table exactly at
-// L0: its view is taken after L0 is recorded (at its first read under
-// SNAPSHOT, source/sqlserver/FACTS.md F33) or moves while it scans
-// (READ COMMITTED, F34). A row inserted in between then arrives twice,
-// from the snapshot and from the stream; one deleted in between is
-// removed by the stream from a snapshot that never held it. A keyed merge
-// absorbs both; a multiset cannot. Take a table without a key while it is
-// quiet; package reconcile compares its target with the source as a
-// multiset and reports the copies that differ.
+// Without a key, nothing in this lock-free design makes the snapshot and
+// its stream idempotent. The read never sees the table exactly at L0: L0
+// is the last LSN the capture job has processed, which trails the log
+// (sys.fn_cdc_get_max_lsn; source/sqlserver/FACTS.md F06), so a commit it
+// has not harvested yet is above L0 and visible to the read; and the
+// read's own view is taken later still (at its first read under
+// SNAPSHOT, F33) or moves while it scans (READ COMMITTED, F34). A row
+// inserted in between arrives twice, from the snapshot and from the
+// stream; one deleted in between is removed by the stream from a
+// snapshot that never held it. A keyed merge absorbs both; a multiset
+// cannot. Take a table without a key while it is quiet and the capture
+// job has caught up; package reconcile compares its target with the
+// source as a multiset and reports the copies that differ.
 //
 // # Metrics
 //
