@@ -406,7 +406,7 @@ func (k *keylessTarget) narrow(ctx context.Context, src source.Source, ct cut, r
 	slices.SortFunc(differ, func(a, b *copies) int { return slices.Compare(a.values, b.values) })
 	var out []Difference
 	for _, cp := range differ {
-		for ; cp.n != 0; cp.n -= sign(cp.n) {
+		for ; cp.n != 0; cp.n -= signum(cp.n) {
 			if limit > 0 && len(out) == limit {
 				return out, true, nil
 			}
@@ -420,7 +420,7 @@ func (k *keylessTarget) narrow(ctx context.Context, src source.Source, ct cut, r
 	return out, false, nil
 }
 
-func sign(n int64) int64 {
+func signum(n int64) int64 {
 	if n < 0 {
 		return -1
 	}
