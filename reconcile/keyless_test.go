@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -593,11 +594,13 @@ func TestReconcileKeylessOmitsLostColumns(t *testing.T) {
 	}
 }
 
-// TestReconcileKeylessTwinSnapshots: a re-snapshot taken at the LSN of the
-// one before it (nothing committed between) writes rows no column tells
-// apart from the first's. A keyed merge takes either; a table without a
-// key holds both copies, and reconcile reports every second copy as
-// Extra, rebuilt from that LSN or not; MaxDifferences truncates them.
+// TestReconcileKeylessTwinSnapshots: two snapshots at one LSN (nothing
+// committed between) write rows no column tells apart. Take refuses such
+// a re-snapshot of a table without a key (snapshot.ErrTwinSnapshot), but
+// a whole snapshot and a backfill at the same LSN still make them. A
+// keyed merge takes either copy; a table without a key holds both, and
+// reconcile reports every second copy as Extra, rebuilt from that LSN or
+// not; MaxDifferences truncates them.
 func TestReconcileKeylessTwinSnapshots(t *testing.T) {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(7, 8))
@@ -613,7 +616,14 @@ func TestReconcileKeylessTwinSnapshots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, second, err := snapshot.Bootstrap(ctx, h.db, h.dst, snapshot.Options{CaptureInstance: heapCI, Resnapshot: true})
+	if _, _, err := snapshot.Bootstrap(ctx, h.db, h.dst, snapshot.Options{CaptureInstance: heapCI, Resnapshot: true}); !errors.Is(err, snapshot.ErrTwinSnapshot) {
+		t.Fatalf("a twin re-snapshot: %v, want ErrTwinSnapshot", err)
+	}
+	o := snapshot.BackfillOptions{CaptureInstance: heapCI}
+	if _, _, err := snapshot.BootstrapBackfill(ctx, h.db, h.dst, o); err != nil {
+		t.Fatal(err)
+	}
+	second, err := snapshot.Backfill(ctx, h.db, h.dst, o)
 	if err != nil {
 		t.Fatal(err)
 	}

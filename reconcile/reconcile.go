@@ -37,10 +37,12 @@
 // from each side, holding the distinct rows of both sides, and is
 // reported as one Missing or Extra row per copy. Columns that change rows
 // do not carry are left out (Report.Omitted). A chunked snapshot counts
-// once complete. Two cases cannot be verified: a re-snapshot taken at the
-// LSN of the one before it cannot be told apart from it (its rows count
-// twice), and a chunked snapshot that wrote no rows leaves no record of
-// the LSN its chunk was read at (an error says so).
+// once complete. Two cases cannot be verified: two snapshots at one LSN
+// cannot be told apart (their rows count twice; snapshot.Take refuses
+// such a re-snapshot, snapshot.ErrTwinSnapshot, but a backfill at the
+// LSN of a whole snapshot still makes one), and a chunked snapshot that
+// wrote no rows leaves no record of the LSN its chunk was read at (an
+// error says so).
 //
 // RunAll verifies many capture instances, each against its own source
 // and target, a few at a time, and reports each on its own: one

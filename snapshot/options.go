@@ -74,7 +74,10 @@ type Options struct {
 	ReadAhead int
 
 	// Resnapshot takes a new snapshot even when the sink already holds one
-	// of the capture instance (recovery after source.ErrDataLoss).
+	// of the capture instance (recovery after source.ErrDataLoss). For an
+	// instance without a unique index it is refused (ErrTwinSnapshot,
+	// nothing written) when L0 is the LSN of the snapshot it replaces:
+	// the two snapshots' rows could not be told apart.
 	Resnapshot bool
 
 	// ResumeWithin is how long after its plan was recorded a partial

@@ -67,6 +67,15 @@ func Prepare(ctx context.Context, src source.Source, dst sink.Sink, opts Options
 	return nil, fmt.Errorf("snapshot %q: snapshots keep landing while it prepares; try again", opts.CaptureInstance)
 }
 
+// ErrTwinSnapshot is wrapped by the error of a re-snapshot (Options.
+// Resnapshot) of a capture instance without a unique index whose L0 is
+// the LSN of the snapshot it replaces. Both snapshots' rows would carry
+// the same _snapshot and _start_lsn, so nothing could tell the copies
+// apart, and a multiset of the table (package reconcile) would count each
+// row twice. A keyed merge takes either copy, so keyed instances may.
+// Nothing is written.
+var ErrTwinSnapshot = errors.New("a re-snapshot of a table without a unique key would land at the LSN of the snapshot it replaces")
+
 // errStaleView: the sink holds a partial snapshot planned against a newer
 // snapshot than the one FindSnapshot returned.
 var errStaleView = errors.New("the sink changed while it was read")
@@ -97,6 +106,9 @@ func prepare(ctx context.Context, src source.Source, dst sink.Sink, opts Options
 		return nil, err
 	}
 	plan.Replaces = replaces
+	if plan.keyless && !replaces.IsZero() && plan.LSN == replaces {
+		return nil, fmt.Errorf("snapshot %q: %w (%s): nothing was captured since it, and without a key its rows and the new ones could never be told apart (every row would count twice); keep that snapshot, or take the new one once the max LSN has moved", opts.CaptureInstance, ErrTwinSnapshot, replaces)
+	}
 	if recording {
 		plan.Recorded = true
 		plan.Expires = time.Now().UTC().Add(opts.ResumeWithin)

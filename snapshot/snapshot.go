@@ -216,6 +216,8 @@ type Plan struct {
 	// may by then have removed the uncommitted files of its first
 	// partitions. Zero: never.
 	Expires time.Time `json:"expires,omitzero"`
+
+	keyless bool // the instance has no unique key (before any SplitOn)
 }
 
 // Take takes a whole snapshot of opts.CaptureInstance from src into dst,
@@ -334,6 +336,7 @@ func newPlan(ctx context.Context, src source.Source, opts Options, check func(*a
 		BatchRows:       opts.BatchRows,
 		ReadAhead:       opts.ReadAhead,
 		EstimatedRows:   o.estimatedRows,
+		keyless:         o.keyless,
 	}
 	if err := planRanges(ctx, src, ci, plan, opts); err != nil {
 		return nil, fmt.Errorf("snapshot %q: planning partitions: %w", opts.CaptureInstance, err)

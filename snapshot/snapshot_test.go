@@ -296,6 +296,59 @@ func TestResnapshot(t *testing.T) {
 	}
 }
 
+// TestResnapshotTwinRefused: a re-snapshot of a table without a unique
+// key at the LSN of the snapshot it replaces is refused, writing nothing,
+// with or without a recorded plan (each split or not); once a change
+// moves the max LSN it is taken. A keyed table's re-snapshot at the same
+// LSN is taken (the latest-image merge takes either copy).
+func TestResnapshotTwinRefused(t *testing.T) {
+	ctx := context.Background()
+	for _, opts := range []snapshot.Options{{}, {ResumeWithin: -1}, {SplitColumn: "grp", Partitions: 3}} {
+		opts.CaptureInstance = "dbo_h"
+		db := fake.New(fake.Options{})
+		if err := db.CreateTable(fake.TableDef{Schema: "dbo", Name: "h", Key: []string{"id"}, Keyless: true,
+			Columns: []fake.ColumnDef{{Name: "id", Type: "bigint"}, {Name: "grp", Type: "int"}},
+			Indexes: []fake.IndexDef{{Name: "ix_grp", Columns: []string{"grp"}}},
+			Rows:    []fake.Row{{int64(1), int64(1)}, {int64(2), int64(2)}, {int64(3), int64(3)}}, CaptureInstance: "dbo_h"}); err != nil {
+			t.Fatal(err)
+		}
+		dst := fake.NewMemSink()
+		first, err := snapshot.Take(ctx, db, dst, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		twin := opts
+		twin.Resnapshot = true
+		commits := len(dst.Commits())
+		if _, err := snapshot.Take(ctx, db, dst, twin); !errors.Is(err, snapshot.ErrTwinSnapshot) || !strings.Contains(err.Error(), first.LSN.String()) {
+			t.Fatalf("%+v: a twin re-snapshot: %v, want ErrTwinSnapshot naming %s", opts, err, first.LSN)
+		}
+		if len(dst.Commits()) != commits || dst.Pending() != 0 {
+			t.Fatalf("%+v: the refused re-snapshot wrote: %d commits, %d pending parts", opts, len(dst.Commits())-commits, dst.Pending())
+		}
+		tx := db.Begin()
+		_ = tx.Insert("dbo", "h", fake.Row{int64(4), int64(4)})
+		if _, err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if second, err := snapshot.Take(ctx, db, dst, twin); err != nil || second.Rows != 4 || second.LSN.Compare(first.LSN) <= 0 {
+			t.Fatalf("%+v: a re-snapshot after a change: %+v, %v", opts, second, err)
+		}
+		dst.Close()
+	}
+	db := ordersDB(t, fake.Options{}, 5)
+	dst := fake.NewMemSink()
+	defer dst.Close()
+	first, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders", Resnapshot: true})
+	if err != nil || second.Existing || second.LSN != first.LSN {
+		t.Fatalf("a keyed re-snapshot at the same LSN: %+v, %v", second, err)
+	}
+}
+
 func TestEmptyAndOneRowTables(t *testing.T) {
 	ctx := context.Background()
 	for _, rows := range []int{0, 1} {
