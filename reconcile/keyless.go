@@ -66,36 +66,25 @@ func (k *keylessTarget) each(ctx context.Context, f func(rec arrow.RecordBatch, 
 		return err
 	}
 	defer rr.Release()
-	schema := rr.Schema()
-	if schema.NumFields() == len(sink.MetadataFields()) && len(schema.FieldIndices(k.c.columns[0])) == 0 {
-		return nil // an empty table that has no captured columns yet
-	}
-	cols, _, err := k.c.columnsOf(schema)
-	if err != nil {
+	b, ok, err := k.c.layout(rr.Schema())
+	if err != nil || !ok {
 		return err
 	}
-	orderCols, err := snapshot.FindOrderColumns(schema)
-	if err != nil {
-		return err
-	}
-	ciIdx := schema.FieldIndices(sink.ColCaptureInstance)
-	if len(ciIdx) != 1 {
-		return fmt.Errorf("the rows have no column %q: not a bronze table", sink.ColCaptureInstance)
-	}
-	snapIdx := schema.FieldIndices(sink.ColSnapshot) // absent in tables written before it existed
+	cols, orderCols := b.cols, b.order
+	snapIdx := rr.Schema().FieldIndices(sink.ColSnapshot) // absent in tables written before it existed
 	for rr.Next() {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		rec := rr.RecordBatch()
-		ciCol, ok := rec.Column(ciIdx[0]).(*array.String)
-		if !ok {
-			return fmt.Errorf("column %q is %s, not a string", sink.ColCaptureInstance, rec.Column(ciIdx[0]).DataType())
+		ciCol, err := stringColumn(rec, b.instance)
+		if err != nil {
+			return err
 		}
 		var snapCol *array.String
 		if len(snapIdx) == 1 {
-			if snapCol, ok = rec.Column(snapIdx[0]).(*array.String); !ok {
-				return fmt.Errorf("column %q is %s, not a string", sink.ColSnapshot, rec.Column(snapIdx[0]).DataType())
+			if snapCol, err = stringColumn(rec, snapIdx[0]); err != nil {
+				return err
 			}
 		}
 		for i := 0; i < int(rec.NumRows()); i++ {

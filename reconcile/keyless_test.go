@@ -17,7 +17,6 @@ import (
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/reconcile"
-	"github.com/cdcsnap/cdcsnap/sink/delta"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 )
 
@@ -128,15 +127,7 @@ func (h *heapWorld) change(t testing.TB, r *rand.Rand) {
 }
 
 func (h *heapWorld) appendChanges(ctx context.Context, batch int64, rr array.RecordReader) error {
-	switch d := h.dst.(type) {
-	case *fake.MemSink:
-		_, err := d.AppendChanges(ctx, heapCI, batch, rr)
-		return err
-	case *delta.Table:
-		_, err := d.AppendChanges(ctx, heapCI, batch, rr)
-		return err
-	}
-	return fmt.Errorf("no AppendChanges on %T", h.dst)
+	return appendTo(ctx, h.dst, heapCI, batch, rr)
 }
 
 // stream appends the source's changes since the last poll.

@@ -600,6 +600,44 @@ func (c *comparer) columnsOf(schema *arrow.Schema) (cols, keyCols []int, err err
 	return cols, keyCols, nil
 }
 
+// bronzeLayout is where a comparison finds what it reads in a bronze
+// schema: the captured and key columns (columnsOf), the merge order and
+// _capture_instance.
+type bronzeLayout struct {
+	cols, keyCols []int
+	order         snapshot.OrderColumns
+	instance      int
+}
+
+// layout locates them in schema; ok is false for an empty table that has
+// no captured columns yet.
+func (c *comparer) layout(schema *arrow.Schema) (b bronzeLayout, ok bool, err error) {
+	if schema.NumFields() == len(sink.MetadataFields()) && len(schema.FieldIndices(c.columns[0])) == 0 {
+		return b, false, nil
+	}
+	if b.cols, b.keyCols, err = c.columnsOf(schema); err != nil {
+		return b, false, err
+	}
+	if b.order, err = snapshot.FindOrderColumns(schema); err != nil {
+		return b, false, err
+	}
+	j := schema.FieldIndices(sink.ColCaptureInstance)
+	if len(j) != 1 {
+		return b, false, fmt.Errorf("the rows have no column %q: not a bronze table", sink.ColCaptureInstance)
+	}
+	b.instance = j[0]
+	return b, true, nil
+}
+
+// stringColumn returns column j of rec as strings.
+func stringColumn(rec arrow.RecordBatch, j int) (*array.String, error) {
+	s, ok := rec.Column(j).(*array.String)
+	if !ok {
+		return nil, fmt.Errorf("column %q is %s, not a string", rec.Schema().Field(j).Name, rec.Column(j).DataType())
+	}
+	return s, nil
+}
+
 // row builds the keyed row r of rec.
 func (c *comparer) row(rec arrow.RecordBatch, r int, cols, keyCols []int) (*keyedRow, error) {
 	k, ck, err := c.keyOf(rec, r, keyCols)
@@ -718,22 +756,11 @@ func (c *comparer) readTarget(ctx context.Context, dst RowReader, opts Options) 
 // (snapshot.CompareOrder) and returns the live rows. Only the tile's keys
 // are held.
 func (c *comparer) mergeTarget(ctx context.Context, rr array.RecordReader, opts Options, tile *keyrange.Range) ([]*keyedRow, error) {
-	schema := rr.Schema()
-	if schema.NumFields() == len(sink.MetadataFields()) && len(schema.FieldIndices(c.columns[0])) == 0 {
-		return nil, nil // an empty table that has no captured columns yet
-	}
-	cols, keyCols, err := c.columnsOf(schema)
-	if err != nil {
+	b, ok, err := c.layout(rr.Schema())
+	if err != nil || !ok {
 		return nil, err
 	}
-	orderCols, err := snapshot.FindOrderColumns(schema)
-	if err != nil {
-		return nil, err
-	}
-	ciIdx := schema.FieldIndices(sink.ColCaptureInstance)
-	if len(ciIdx) != 1 {
-		return nil, fmt.Errorf("the rows have no column %q: not a bronze table", sink.ColCaptureInstance)
-	}
+	cols, keyCols, orderCols := b.cols, b.keyCols, b.order
 	from := ""
 	if !opts.From.IsZero() {
 		from = opts.From.String()
@@ -744,9 +771,9 @@ func (c *comparer) mergeTarget(ctx context.Context, rr array.RecordReader, opts 
 			return nil, err
 		}
 		rec := rr.RecordBatch()
-		ciCol, ok := rec.Column(ciIdx[0]).(*array.String)
-		if !ok {
-			return nil, fmt.Errorf("column %q is %s, not a string", sink.ColCaptureInstance, rec.Column(ciIdx[0]).DataType())
+		ciCol, err := stringColumn(rec, b.instance)
+		if err != nil {
+			return nil, err
 		}
 		for i := 0; i < int(rec.NumRows()); i++ {
 			if ciCol.IsNull(i) || !sink.SameInstance(ciCol.Value(i), opts.CaptureInstance) {

@@ -134,15 +134,20 @@ type world struct {
 
 // appendChanges appends a change batch to the target.
 func (w *world) appendChanges(ctx context.Context, batch int64, rr array.RecordReader) error {
-	switch d := w.dst.(type) {
+	return appendTo(ctx, w.dst, w.CI, batch, rr)
+}
+
+// appendTo appends a change batch of ci to dst.
+func appendTo(ctx context.Context, dst bronze, ci string, batch int64, rr array.RecordReader) error {
+	switch d := dst.(type) {
 	case *fake.MemSink:
-		_, err := d.AppendChanges(ctx, w.CI, batch, rr)
+		_, err := d.AppendChanges(ctx, ci, batch, rr)
 		return err
 	case *delta.Table:
-		_, err := d.AppendChanges(ctx, w.CI, batch, rr)
+		_, err := d.AppendChanges(ctx, ci, batch, rr)
 		return err
 	}
-	return fmt.Errorf("no AppendChanges on %T", w.dst)
+	return fmt.Errorf("no AppendChanges on %T", dst)
 }
 
 // newBronze returns a memory sink or, when table, a new Delta table in a

@@ -278,6 +278,12 @@ func TestResnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// At the same LSN a keyed table is taken again (the latest-image merge
+	// takes either copy; TestResnapshotTwinRefused has the keyless case).
+	twin, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders", Resnapshot: true})
+	if err != nil || twin.Existing || twin.LSN != first.LSN {
+		t.Fatalf("a keyed re-snapshot at the same LSN: %+v, %v", twin, err)
+	}
 	tx := db.Begin()
 	_ = tx.Insert("dbo", "orders", fake.Row{int64(99), "new"})
 	if _, err := tx.Commit(); err != nil {
@@ -299,8 +305,8 @@ func TestResnapshot(t *testing.T) {
 // TestResnapshotTwinRefused: a re-snapshot of a table without a unique
 // key at the LSN of the snapshot it replaces is refused, writing nothing,
 // with or without a recorded plan (each split or not); once a change
-// moves the max LSN it is taken. A keyed table's re-snapshot at the same
-// LSN is taken (the latest-image merge takes either copy).
+// moves the max LSN it is taken. (TestResnapshot: a keyed table's
+// re-snapshot at the same LSN is taken.)
 func TestResnapshotTwinRefused(t *testing.T) {
 	ctx := context.Background()
 	for _, opts := range []snapshot.Options{{}, {ResumeWithin: -1}, {SplitColumn: "grp", Partitions: 3}} {
@@ -335,17 +341,6 @@ func TestResnapshotTwinRefused(t *testing.T) {
 			t.Fatalf("%+v: a re-snapshot after a change: %+v, %v", opts, second, err)
 		}
 		dst.Close()
-	}
-	db := ordersDB(t, fake.Options{}, 5)
-	dst := fake.NewMemSink()
-	defer dst.Close()
-	first, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	second, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders", Resnapshot: true})
-	if err != nil || second.Existing || second.LSN != first.LSN {
-		t.Fatalf("a keyed re-snapshot at the same LSN: %+v, %v", second, err)
 	}
 }
 
