@@ -296,7 +296,7 @@ func limitProps(rec arrow.RecordBatch) *parquet.WriterProperties {
 	if tune.LimitPageBytes > 0 {
 		extra = append(extra, parquet.WithDataPageSize(int64(tune.LimitPageBytes)))
 	}
-	return parquetprops.ForBronzeWith(rec, cmp.Or(tune.RowGroupRows, 1<<20), "cdcsnap bench limit", extra...)
+	return parquetprops.ForBronze(rec, cmp.Or(tune.RowGroupRows, 1<<20), "cdcsnap bench limit", extra...)
 }
 
 // limitCodecs are the codecs -limit-codec can name.

@@ -33,14 +33,10 @@ const DataPageBytes = 64 << 10
 // DataPageBytes, row groups of at most rowGroupRows rows, dictionary encoding off by default and on for
 // the bronze columns with few distinct values and for columns whose first
 // batch (rec) is low-cardinality: dictionary-encoding unique columns costs
-// about half the throughput.
-func ForBronze(rec arrow.RecordBatch, rowGroupRows int, createdBy string) *parquet.WriterProperties {
-	return ForBronzeWith(rec, rowGroupRows, createdBy)
-}
-
-// ForBronzeWith is ForBronze with extra properties applied last, so they
-// override its choices (internal/bench's codec and page-size experiments).
-func ForBronzeWith(rec arrow.RecordBatch, rowGroupRows int, createdBy string, extra ...parquet.WriterProperty) *parquet.WriterProperties {
+// about half the throughput. extra is applied last, so it overrides these
+// choices (sink/delta's allocator, internal/bench's codec and page-size
+// experiments).
+func ForBronze(rec arrow.RecordBatch, rowGroupRows int, createdBy string, extra ...parquet.WriterProperty) *parquet.WriterProperties {
 	opts := []parquet.WriterProperty{
 		parquet.WithCompression(compress.Codecs.Snappy),
 		parquet.WithDictionaryDefault(false),

@@ -19,7 +19,10 @@
 // neither hashed nor compared row by row; the file is the same. Pages are
 // Snappy-compressed by arrow-go's codec, which uses s2's slower "better"
 // mode; importing programs that want speed over 12 % larger files call
-// fastsnappy.Register (package sink/delta/fastsnappy) at startup.
+// fastsnappy.Register (package sink/delta/fastsnappy) at startup. Each
+// partition write's Parquet writers share a pool of the large buffers a
+// buffered row group grows and frees (up to 32 MiB held), instead of
+// asking Go's allocator and garbage collector for new ones every row group.
 //
 // Commits are written put-if-absent: the bucket's conditional write on
 // S3, GCS and Azure, and a hard link of a finished temporary file on a

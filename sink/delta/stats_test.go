@@ -3,6 +3,8 @@ package delta
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -10,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/cdcsnap/cdcsnap/sink"
 )
@@ -183,4 +186,65 @@ func dataMinMax(col arrow.Array) (any, any, bool) {
 		return float64(float32(lo)), float64(float32(hi)), true
 	}
 	return json.Number(js(lo)), json.Number(js(hi)), true
+}
+
+// TestColStatsBruteForce folds random batches (values in random order,
+// nulls, multi-byte strings, empty batches, string and large-string
+// arrays) into colStats and compares nullCount, min and max with a scan of
+// every value.
+func TestColStatsBruteForce(t *testing.T) {
+	words := []string{"", "a", "ab", "b", "Z", "naïve", "配送", "zz", "a\u0000", "~"}
+	for seed := uint64(0); seed < 300; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		large := seed%2 == 1
+		var c colStats
+		var all []string
+		var nulls int64
+		for range rng.IntN(4) + 1 {
+			n := rng.IntN(40)
+			var sb array.Builder
+			if large {
+				sb = array.NewLargeStringBuilder(memory.DefaultAllocator)
+			} else {
+				sb = array.NewStringBuilder(memory.DefaultAllocator)
+			}
+			for range n {
+				if rng.IntN(5) == 0 {
+					sb.AppendNull()
+					nulls++
+					continue
+				}
+				v := words[rng.IntN(len(words))] + words[rng.IntN(len(words))]
+				all = append(all, v)
+				switch b := sb.(type) {
+				case *array.StringBuilder:
+					b.Append(v)
+				case *array.LargeStringBuilder:
+					b.Append(v)
+				}
+			}
+			arr := sb.NewArray()
+			sb.Release()
+			c.update(arr)
+			arr.Release()
+		}
+		if c.nulls != nulls {
+			t.Fatalf("seed %d: nullCount %d, want %d", seed, c.nulls, nulls)
+		}
+		typ := arrow.DataType(arrow.BinaryTypes.String)
+		if large {
+			typ = arrow.BinaryTypes.LargeString
+		}
+		mn, mx, ok := c.minMax(typ)
+		if len(all) == 0 {
+			if ok {
+				t.Fatalf("seed %d: min/max %q %q of no values", seed, mn, mx)
+			}
+			continue
+		}
+		lo, hi := slices.Min(all), slices.Max(all)
+		if !ok || mn != truncMin(lo) || mx != truncMax(hi) {
+			t.Fatalf("seed %d: min/max %q %q (ok %v), want %q %q", seed, mn, mx, ok, lo, hi)
+		}
+	}
 }

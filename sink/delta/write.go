@@ -102,17 +102,9 @@ func (c *colStats) update(arr arrow.Array) {
 			}
 		}
 	case *array.String:
-		for i := 0; i < n; i++ {
-			if allValid || a.IsValid(i) {
-				c.str(a.Value(i))
-			}
-		}
+		strMinMax(c, a, allValid)
 	case *array.LargeString:
-		for i := 0; i < n; i++ {
-			if allValid || a.IsValid(i) {
-				c.str(a.Value(i))
-			}
-		}
+		strMinMax(c, a, allValid)
 	case *array.Decimal128:
 		for i := 0; i < n; i++ {
 			if allValid || a.IsValid(i) {
@@ -162,6 +154,36 @@ func (c *colStats) str(v string) {
 		c.minS = strings.Clone(v)
 	} else if v > c.maxS {
 		c.maxS = strings.Clone(v)
+	}
+}
+
+// strMinMax folds a string array into c. The batch's min and max point
+// into the array and are copied once at the end: a column that grows row
+// by row (a sorted key) would otherwise copy a new max on every row.
+func strMinMax[A interface {
+	Len() int
+	IsValid(int) bool
+	Value(int) string
+}](c *colStats, a A, allValid bool) {
+	var lo, hi string
+	seen := false
+	for i := range a.Len() {
+		if !allValid && !a.IsValid(i) {
+			continue
+		}
+		v := a.Value(i)
+		switch {
+		case !seen:
+			lo, hi, seen = v, v, true
+		case v < lo:
+			lo = v
+		case v > hi:
+			hi = v
+		}
+	}
+	if seen {
+		c.str(lo)
+		c.str(hi)
 	}
 }
 
@@ -255,6 +277,7 @@ type fileSet struct {
 	schema    *arrow.Schema
 	partition int
 	props     *parquet.WriterProperties
+	mem       *bufferPool   // the fileSets' pool
 	constant  bool          // try the constant-column path (writeRecords)
 	consts    *constColumns // nil: batches are written as they come
 	cur       *dataFile
@@ -276,9 +299,10 @@ func newUUID() string {
 }
 
 // writerProps are the Parquet properties of a data file, decided from its
-// first batch (see parquetprops.ForBronze).
-func (t *Table) writerProps(rec arrow.RecordBatch) *parquet.WriterProperties {
-	return parquetprops.ForBronze(rec, t.opts.rowGroupRows(), "cdcsnap (arrow-go parquet)")
+// first batch (see parquetprops.ForBronze), with the partition write's
+// buffer pool as the allocator.
+func (t *Table) writerProps(rec arrow.RecordBatch, mem *bufferPool) *parquet.WriterProperties {
+	return parquetprops.ForBronze(rec, t.opts.rowGroupRows(), "cdcsnap (arrow-go parquet)", parquet.WithAllocator(mem))
 }
 
 func (s *fileSet) open(ctx context.Context) error {
@@ -310,7 +334,7 @@ func (s *fileSet) write(ctx context.Context, rec arrow.RecordBatch) error {
 		return nil
 	}
 	if s.props == nil {
-		s.props = s.t.writerProps(rec)
+		s.props = s.t.writerProps(rec, s.mem)
 		if s.constant {
 			s.consts = newConstColumns(s.schema, rec)
 		}
@@ -337,7 +361,10 @@ func (s *fileSet) write(ctx context.Context, rec arrow.RecordBatch) error {
 	if f.fw.RowGroupTotalCompressedBytes() >= parquetprops.RowGroupBytes {
 		f.fw.NewBufferedRowGroup()
 	}
-	if f.fw.TotalCompressedBytes() >= s.t.opts.targetFileSize() {
+	// The bytes already in the file and the open row group's: what
+	// TotalCompressedBytes adds up from a metadata snapshot it builds on
+	// every call.
+	if f.cw.n+f.fw.RowGroupTotalCompressedBytes() >= s.t.opts.targetFileSize() {
 		return s.finish()
 	}
 	return nil
@@ -477,7 +504,8 @@ type fileSets struct {
 	cols      []partitionColumn
 	byDir     map[string]*fileSet
 	order     []*fileSet
-	layout    string // layoutOf the files, tagged on every add
+	layout    string      // layoutOf the files, tagged on every add
+	mem       *bufferPool // every file's Parquet allocator
 }
 
 func (t *Table) newFileSets(st *state, schema *arrow.Schema, partition int, constant bool) (*fileSets, error) {
@@ -485,7 +513,7 @@ func (t *Table) newFileSets(st *state, schema *arrow.Schema, partition int, cons
 	if err != nil {
 		return nil, &UnsupportedProtocolError{Table: t.url, Feature: "partitionColumns: " + err.Error(), Write: true}
 	}
-	fs := &fileSets{t: t, schema: schema, partition: partition, constant: constant, cols: cols, byDir: map[string]*fileSet{}}
+	fs := &fileSets{t: t, schema: schema, partition: partition, constant: constant, cols: cols, byDir: map[string]*fileSet{}, mem: newBufferPool(poolHeldBytes)}
 	if len(cols) > 0 {
 		fs.schema = withoutPartitionColumns(schema, cols)
 	}
@@ -495,7 +523,7 @@ func (t *Table) newFileSets(st *state, schema *arrow.Schema, partition int, cons
 func (fs *fileSets) get(dir string, values StringMap) *fileSet {
 	s, ok := fs.byDir[dir]
 	if !ok {
-		s = &fileSet{t: fs.t, schema: fs.schema, partition: fs.partition, constant: fs.constant, dir: dir, values: values}
+		s = &fileSet{t: fs.t, schema: fs.schema, partition: fs.partition, constant: fs.constant, dir: dir, values: values, mem: fs.mem}
 		fs.byDir[dir] = s
 		fs.order = append(fs.order, s)
 	}
@@ -538,7 +566,7 @@ func (fs *fileSets) finish() error {
 			return err
 		}
 	}
-	return nil
+	return fs.mem.check()
 }
 
 func (fs *fileSets) abort(ctx context.Context) {
