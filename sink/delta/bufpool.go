@@ -29,8 +29,9 @@ const poisonByte = 0xA5
 // zeroes several new large buffers per row group and the garbage collector
 // runs for them: 8.6 % of sink/delta's CPU at 10M rows (BENCHMARKS.md,
 // "Reusing the writers' buffers"). The pool takes buffers that arrow-go
-// frees back and hands them out again, sized by powers of two so a buffer
-// that grows within its class moves nothing.
+// frees back and hands them out again, by power-of-two class (arrow-go
+// asks for powers of two, so every growth moves to a new buffer; the
+// saving is that the new one is a reused one).
 //
 // It keeps arrow-go's allocator contract as Go's and the C allocator have
 // it (memory.GoAllocator, mallocator.Mallocator): every byte handed out
@@ -38,7 +39,9 @@ const poisonByte = 0xA5
 // from Reallocate growing in place. A buffer is reused only if Allocate or
 // Reallocate made it and it was freed exactly once since: a second Free,
 // or a Free of a slice that does not start where the buffer did, leaves it
-// to the garbage collector. Safe for concurrent use.
+// to the garbage collector. A buffer arrow-go never frees (its error
+// paths) stays referenced until the pool is dropped at the end of the
+// partition write. Safe for concurrent use.
 type bufferPool struct {
 	base memory.Allocator // Go's: buffers the pool drops are the GC's
 
