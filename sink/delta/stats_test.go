@@ -248,3 +248,31 @@ func TestColStatsBruteForce(t *testing.T) {
 		}
 	}
 }
+
+// TestFilesRollWithinARowGroup writes batches far smaller than a row
+// group into a small TargetFileSize: a file must close once its written
+// bytes plus the open row group's reach the target, not only when a row
+// group is flushed.
+func TestFilesRollWithinARowGroup(t *testing.T) {
+	ctx := context.Background()
+	const target = 16 << 10
+	tb := openLocal(t, t.TempDir(), Options{TargetFileSize: target})
+	schema := bronze(t, capturedSchema())
+	info := snapshotInfo(t, schema, "dbo_Orders", "0x0000002A00000F380003")
+	rs := rowSpec{ci: "dbo_Orders", startLSN: info.LSN.String(), commitTS: baseTime, snapshot: info.LSN.String()}
+	var recs []arrow.RecordBatch
+	for i := 0; i < 40; i++ {
+		recs = append(recs, buildRecord(t, schema, i*500, 500, rs))
+	}
+	part, err := tb.WritePartition(ctx, info, 0, reader(t, schema, recs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.CommitSnapshot(ctx, info, []sink.Part{part}); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := tb.Files(ctx)
+	if len(files) < 3 {
+		t.Fatalf("%d files of 20,000 rows under a %d-byte target; want them rolled within row groups", len(files), target)
+	}
+}
