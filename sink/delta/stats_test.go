@@ -21,7 +21,6 @@ import (
 // back and checks numRecords, nullCount, minValues and maxValues against
 // them; long strings are truncated and the max stays an upper bound.
 func TestStatsMatchData(t *testing.T) {
-	ctx := context.Background()
 	dir := t.TempDir()
 	tb := openLocal(t, dir, Options{TargetFileSize: 1, RowGroupRows: 50})
 	schema := bronze(t, capturedSchema())
@@ -30,14 +29,7 @@ func TestStatsMatchData(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		recs = append(recs, buildRecord(t, schema, i*70, 70, rowSpec{ci: "dbo_Orders", startLSN: info.LSN.String(), commitTS: baseTime, snapshot: info.LSN.String()}))
 	}
-	part, err := tb.WritePartition(ctx, info, 0, reader(t, schema, recs...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tb.CommitSnapshot(ctx, info, []sink.Part{part}); err != nil {
-		t.Fatal(err)
-	}
-	files, _ := tb.Files(ctx)
+	files := snapshotFiles(t, tb, info, schema, recs)
 	if len(files) != 3 {
 		t.Fatalf("%d files, want one per record (TargetFileSize 1)", len(files))
 	}
@@ -254,7 +246,6 @@ func TestColStatsBruteForce(t *testing.T) {
 // bytes plus the open row group's reach the target, not only when a row
 // group is flushed.
 func TestFilesRollWithinARowGroup(t *testing.T) {
-	ctx := context.Background()
 	const target = 16 << 10
 	tb := openLocal(t, t.TempDir(), Options{TargetFileSize: target})
 	schema := bronze(t, capturedSchema())
@@ -264,6 +255,17 @@ func TestFilesRollWithinARowGroup(t *testing.T) {
 	for i := 0; i < 40; i++ {
 		recs = append(recs, buildRecord(t, schema, i*500, 500, rs))
 	}
+	files := snapshotFiles(t, tb, info, schema, recs)
+	if len(files) < 3 {
+		t.Fatalf("%d files of 20,000 rows under a %d-byte target; want them rolled within row groups", len(files), target)
+	}
+}
+
+// snapshotFiles writes recs as one partition, commits the snapshot and
+// returns the table's files.
+func snapshotFiles(t *testing.T, tb *Table, info sink.Info, schema *arrow.Schema, recs []arrow.RecordBatch) []AddFile {
+	t.Helper()
+	ctx := context.Background()
 	part, err := tb.WritePartition(ctx, info, 0, reader(t, schema, recs...))
 	if err != nil {
 		t.Fatal(err)
@@ -271,8 +273,9 @@ func TestFilesRollWithinARowGroup(t *testing.T) {
 	if _, err := tb.CommitSnapshot(ctx, info, []sink.Part{part}); err != nil {
 		t.Fatal(err)
 	}
-	files, _ := tb.Files(ctx)
-	if len(files) < 3 {
-		t.Fatalf("%d files of 20,000 rows under a %d-byte target; want them rolled within row groups", len(files), target)
+	files, err := tb.Files(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return files
 }
