@@ -44,7 +44,6 @@ import (
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
-	"github.com/cdcsnap/cdcsnap/sink/delta/fastsnappy"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 	"github.com/cdcsnap/cdcsnap/source"
 )
@@ -84,16 +83,8 @@ func main() {
 	flag.IntVar(&cfg.many.tables, "tables", 4, "many instances: tables bootstrapped at once")
 	flag.IntVar(&cfg.many.connections, "connections", 8, "many instances: source connections in use at once, every table together (with -dsn, the pool's limit too)")
 	flag.IntVar(&cfg.many.demoTables, "demo-tables", 24, "many instances: tables in the demo fake (ignored with -dsn); -rows is their total")
-	fast := flag.Bool("fast-snappy", false, "compress Parquet pages with s2's fast Snappy encoder (sink/delta/fastsnappy): less CPU, about 12% larger files")
 	flag.Parse()
 	cfg.create = delta.CreateOptions{PartitionBy: splitList(*partitionBy), Features: splitList(*features)}
-	if *fast {
-		// Process-wide, so before anything reads or writes Parquet.
-		if err := fastsnappy.Register(); err != nil {
-			fmt.Fprintln(os.Stderr, "bootstrap:", err)
-			os.Exit(1)
-		}
-	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()

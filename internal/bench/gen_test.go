@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"reflect"
@@ -11,8 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
-	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/klauspost/compress/s2"
 
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/snapshot"
@@ -261,32 +258,6 @@ func TestSmokeVerdict(t *testing.T) {
 		if ok != tc.ok || !strings.HasPrefix(line, "bench smoke: pipeline/limit = ") {
 			t.Errorf("ratio %.2f: %q, pass %v; want pass %v", tc.ratio, line, ok, tc.ok)
 		}
-	}
-}
-
-// TestWithFastSnappy: the peer's fastsnappy measurement runs with the fast
-// encoder and puts arrow-go's codec back after it.
-func TestWithFastSnappy(t *testing.T) {
-	orig, err := compress.GetCodec(compress.Codecs.Snappy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := bytes.Repeat([]byte("order shipped pending refund "), 4000)
-	_, err = withFastSnappy(func() (measure, error) {
-		c, err := compress.GetCodec(compress.Codecs.Snappy)
-		if err != nil {
-			return measure{}, err
-		}
-		if !bytes.Equal(c.Encode(nil, src), s2.EncodeSnappy(nil, src)) {
-			t.Error("inside withFastSnappy the Snappy codec is not s2's fast encoder")
-		}
-		return measure{}, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, _ := compress.GetCodec(compress.Codecs.Snappy); c != orig {
-		t.Errorf("after withFastSnappy the Snappy codec is %T, not arrow-go's own %T", c, orig)
 	}
 }
 

@@ -1,6 +1,7 @@
 // Command bench measures cdcsnap's snapshot throughput against the
-// physical limit (arrow-go pqarrow alone) and against delta-rs, its memory
-// at two table sizes, the cost of keyset planning, and allocations per row.
+// physical limit (its Parquet writer, internal/pqfile, alone) and against
+// delta-rs, its memory at two table sizes, the cost of keyset planning, and
+// allocations per row.
 // Every figure that compares two things comes from runs side by side in one
 // process (or in child processes of it), so ratios hold on a noisy machine.
 //
@@ -89,7 +90,6 @@ func main() {
 	flag.BoolVar(&cfg.profile, "profile", true, "write CPU and allocation profiles of the first size at 2 partitions to -out")
 	flag.StringVar(&cfg.out, "out", "internal/bench/out", "folder for profiles and results.json")
 	flag.StringVar(&cfg.work, "work", "", "scratch folder for tables and IPC files (default: a temp folder, removed at the end)")
-	flag.BoolVar(&cfg.tune.FastSnappy, "fast-snappy", false, "call sink/delta/fastsnappy.Register first: s2's fast Snappy encoder for every Parquet writer in the process (the limit's too)")
 	flag.IntVar(&cfg.tune.ReadAhead, "read-ahead", 0, "snapshot.Options.ReadAhead (0: the library's default, 2; -1: none)")
 	flag.IntVar(&cfg.tune.RowGroupRows, "row-group-rows", 0, "experiment: delta.Options.RowGroupRows (and the limit's row groups)")
 	flag.IntVar(&cfg.tune.Parallelism, "parallelism", 0, "experiment: snapshot.Options.Parallelism")
@@ -214,7 +214,6 @@ type peerRow struct {
 	Rows       int64
 	DeltaRS    peerResult
 	Sink       map[int]measure // by writers
-	FastSnappy measure         // 2 writers with sink/delta/fastsnappy registered
 	ArrowBytes int64
 }
 
@@ -328,7 +327,6 @@ func run(ctx context.Context, cfg config, w io.Writer) (float64, error) {
 				pr := peerRow{Rows: j.rows, Sink: map[int]measure{}, ArrowBytes: mat.OutBytes}
 				var peers []peerResult
 				sinks := map[int][]measure{}
-				var fast []measure
 				for range max(cfg.reps, 1) {
 					runtime.GC()
 					r, err := runPeer(ctx, python, peerScript(), ipcPath, filepath.Join(work, "deltars"))
@@ -344,22 +342,13 @@ func run(ctx context.Context, cfg config, w io.Writer) (float64, error) {
 						}
 						sinks[wr] = append(sinks[wr], s)
 					}
-					runtime.GC()
-					s, err := withFastSnappy(func() (measure, error) {
-						return withCPU(func() (measure, error) { return runSinkFromIPC(ctx, m, 2, filepath.Join(work, "sinkipc")) })
-					})
-					if err != nil {
-						return 0, fmt.Errorf("sink/delta from IPC with fastsnappy: %w", err)
-					}
-					fast = append(fast, s)
 				}
-				pr.FastSnappy = best(fast)
 				pr.DeltaRS = slices.MinFunc(peers, func(a, b peerResult) int { return int((a.Seconds - b.Seconds) * 1e9) })
 				for wr, ms := range sinks {
 					pr.Sink[wr] = best(ms)
 				}
 				res.Peer = append(res.Peer, pr)
-				fmt.Fprintf(os.Stderr, "  delta-rs %.2fs, sink/delta 1 writer %.2fs, 2 writers %.2fs, 2 writers with fastsnappy %.2fs\n", pr.DeltaRS.Seconds, pr.Sink[1].Seconds, pr.Sink[2].Seconds, pr.FastSnappy.Seconds)
+				fmt.Fprintf(os.Stderr, "  delta-rs %.2fs, sink/delta 1 writer %.2fs, 2 writers %.2fs\n", pr.DeltaRS.Seconds, pr.Sink[1].Seconds, pr.Sink[2].Seconds)
 			}
 		}
 		if err := m.close(); err != nil {
@@ -478,7 +467,7 @@ func profiles(ctx context.Context, g *Gen, m *mapped, out, work string, res *res
 	if err := count("generator + stamp (discard sink), 2 partitions", func() (measure, error) { return runGenOnly(ctx, g, 2) }); err != nil {
 		return err
 	}
-	if err := count("pqarrow limit from IPC, 2 writers", func() (measure, error) { return runLimit(m, 2, filepath.Join(work, "prof")) }); err != nil {
+	if err := count("Parquet writer (limit) from IPC, 2 writers", func() (measure, error) { return runLimit(m, 2, filepath.Join(work, "prof")) }); err != nil {
 		return err
 	}
 	if err := count("sink/delta from IPC, 2 writers", func() (measure, error) { return runSinkFromIPC(ctx, m, 2, filepath.Join(work, "prof")) }); err != nil {

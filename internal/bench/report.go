@@ -9,7 +9,7 @@ import (
 func report(w io.Writer, r *results) {
 	mbps := func(bytes int64, secs float64) float64 { return float64(bytes) / 1e6 / secs }
 	if len(r.Throughput) > 0 {
-		fmt.Fprintln(w, "\nThroughput (generator source -> local Delta table; limit = pqarrow alone on the same records from an mmapped IPC file)")
+		fmt.Fprintln(w, "\nThroughput (generator source -> local Delta table; limit = the Parquet writer alone (internal/pqfile) on the same records from an mmapped IPC file)")
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "| key | rows | partitions | pipeline rows/s | pipeline MB/s | limit rows/s | pipeline/limit | CPU µs/row pipeline / limit / generator+stamp | limit/pipeline by CPU | Parquet MB |")
 		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -22,14 +22,15 @@ func report(w io.Writer, r *results) {
 	if len(r.Peer) > 0 {
 		fmt.Fprintln(w, "\ndelta-rs peer (both read the same mmapped IPC file; bigint key)")
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "| rows | delta-rs rows/s | sink/delta 1 writer rows/s | sink/delta 2 writers rows/s | 2 writers + fastsnappy rows/s | cdcsnap/delta-rs (1 writer) | cdcsnap/delta-rs (2 writers) | cdcsnap+fastsnappy/delta-rs (2 writers) | CPU µs/row delta-rs / sink 1 / sink 2 / sink 2 + fastsnappy | MB delta-rs / sink / sink + fastsnappy |")
-		fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+		fmt.Fprintln(w, "| rows | delta-rs rows/s | sink/delta 1 writer rows/s | sink/delta 2 writers rows/s | cdcsnap/delta-rs (1 writer) | cdcsnap/delta-rs (2 writers) | CPU µs/row delta-rs / sink 1 / sink 2 | CPU sink 2/delta-rs | MB delta-rs / sink |")
+		fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 		for _, p := range r.Peer {
 			d := float64(p.DeltaRS.Rows) / p.DeltaRS.Seconds
-			s1, s2, sf := p.Sink[1].rowsPerSec(), p.Sink[2].rowsPerSec(), p.FastSnappy.rowsPerSec()
-			fmt.Fprintf(w, "| %d | %.0f | %.0f | %.0f | %.0f | %.2f | **%.2f** | **%.2f** | %.2f / %.2f / %.2f / %.2f | %.0f / %.0f / %.0f |\n", p.Rows, d, s1, s2, sf, s1/d, s2/d, sf/d,
-				p.DeltaRS.CPU*1e6/float64(p.DeltaRS.Rows), p.Sink[1].cpuPerRow(), p.Sink[2].cpuPerRow(), p.FastSnappy.cpuPerRow(),
-				float64(p.DeltaRS.Bytes)/1e6, float64(p.Sink[2].OutBytes)/1e6, float64(p.FastSnappy.OutBytes)/1e6)
+			dcpu := p.DeltaRS.CPU * 1e6 / float64(p.DeltaRS.Rows)
+			s1, s2 := p.Sink[1].rowsPerSec(), p.Sink[2].rowsPerSec()
+			fmt.Fprintf(w, "| %d | %.0f | %.0f | %.0f | %.2f | **%.2f** | %.2f / %.2f / %.2f | **%.2f** | %.0f / %.0f |\n", p.Rows, d, s1, s2, s1/d, s2/d,
+				dcpu, p.Sink[1].cpuPerRow(), p.Sink[2].cpuPerRow(), p.Sink[2].cpuPerRow()/dcpu,
+				float64(p.DeltaRS.Bytes)/1e6, float64(p.Sink[2].OutBytes)/1e6)
 		}
 		fmt.Fprintf(w, "\n(deltalake %s, pyarrow %s)\n", r.Peer[0].DeltaRS.Deltalake, r.Peer[0].DeltaRS.Pyarrow)
 	}

@@ -18,12 +18,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/cdcsnap/cdcsnap/internal/pqfile"
 
 	"github.com/cdcsnap/cdcsnap/internal/parquetprops"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
-	"github.com/cdcsnap/cdcsnap/sink/delta/fastsnappy"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 )
 
@@ -128,14 +127,13 @@ func materialize(ctx context.Context, g *Gen, path string) (measure, error) {
 	return measure{Rows: res.Rows, Seconds: time.Since(start).Seconds(), OutBytes: st.Size()}, nil
 }
 
-// tuning holds the settings under test (flags -fast-snappy, -read-ahead,
+// tuning holds the settings under test (flags -read-ahead,
 // -row-group-rows, -parallelism); the zero value measures the library with
 // its defaults. Memory children get it through the environment.
 type tuning struct {
-	FastSnappy   bool `json:"fast_snappy,omitempty"`
-	ReadAhead    int  `json:"read_ahead,omitempty"`
-	RowGroupRows int  `json:"row_group_rows,omitempty"`
-	Parallelism  int  `json:"parallelism,omitempty"`
+	ReadAhead    int `json:"read_ahead,omitempty"`
+	RowGroupRows int `json:"row_group_rows,omitempty"`
+	Parallelism  int `json:"parallelism,omitempty"`
 	// LimitCodec and LimitPageBytes change the limit's Parquet codec and
 	// data page size only (sink/delta keeps its own): what each would save.
 	LimitCodec     string `json:"limit_codec,omitempty"`
@@ -155,9 +153,6 @@ func (t tuning) apply() error {
 		return fmt.Errorf("-limit-page-bytes %d: must not be negative", t.LimitPageBytes)
 	}
 	tune = t
-	if t.FastSnappy {
-		return fastsnappy.Register()
-	}
 	return nil
 }
 
@@ -307,8 +302,9 @@ var limitCodecs = map[string]compress.Compression{
 	"uncompressed": compress.Codecs.Uncompressed,
 }
 
-// runLimit writes the IPC file's records to Parquet with pqarrow and
-// nothing else, on writers goroutines (one file each, records round robin).
+// runLimit writes the IPC file's records to Parquet with sink/delta's
+// Parquet writer (internal/pqfile, arrow-go's column writers) and nothing
+// else, on writers goroutines (one file each, records round robin).
 func runLimit(m *mapped, writers int, dir string) (measure, error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return measure{}, err
@@ -352,20 +348,22 @@ func limitWriter(m *mapped, w, of int, path string) (int64, int64, error) {
 		return 0, 0, err
 	}
 	defer f.Close()
-	var fw *pqarrow.FileWriter
+	var fw *pqfile.Writer
 	var rows int64
 	for rr.Next() {
 		rec := rr.RecordBatch()
 		if fw == nil {
-			if fw, err = pqarrow.NewFileWriter(m.schema, f, limitProps(rec), pqarrow.DefaultWriterProps()); err != nil {
+			if fw, err = pqfile.NewWriter(m.schema, f, limitProps(rec)); err != nil {
 				return 0, 0, err
 			}
 		}
-		if err := fw.WriteBuffered(rec); err != nil {
+		if err := fw.Write(rec); err != nil {
 			return 0, 0, err
 		}
-		if fw.RowGroupTotalCompressedBytes() >= parquetprops.RowGroupBytes {
-			fw.NewBufferedRowGroup()
+		if fw.RowGroupCompressedBytes() >= parquetprops.RowGroupBytes {
+			if err := fw.Flush(); err != nil {
+				return 0, 0, err
+			}
 		}
 		rows += rec.NumRows()
 	}
@@ -376,6 +374,9 @@ func limitWriter(m *mapped, w, of int, path string) (int64, int64, error) {
 		if err := fw.Close(); err != nil {
 			return 0, 0, err
 		}
+	}
+	if err := f.Close(); err != nil {
+		return 0, 0, err
 	}
 	st, err := os.Stat(path)
 	if err != nil {
@@ -437,21 +438,6 @@ type peerResult struct {
 	Pyarrow    string  `json:"pyarrow"`
 	WallSecond float64 `json:"wall_seconds"`
 	CPU        float64 `json:"cpu_seconds"` // the child's user + system time
-}
-
-// withFastSnappy runs f with sink/delta/fastsnappy registered, then puts
-// arrow-go's Snappy codec back (nothing else writes Parquet meanwhile).
-// Under -fast-snappy it is registered for the whole run already.
-func withFastSnappy(f func() (measure, error)) (measure, error) {
-	orig, err := compress.GetCodec(compress.Codecs.Snappy)
-	if err != nil {
-		return measure{}, err
-	}
-	if err := fastsnappy.Register(); err != nil {
-		return measure{}, err
-	}
-	defer compress.RegisterCodec(compress.Codecs.Snappy, orig)
-	return f()
 }
 
 // runPeer runs delta-rs (peer.py) on the IPC file.

@@ -1,6 +1,7 @@
 // Package parquetprops decides the Parquet writer properties of a bronze
-// data file. sink/delta writes with them and internal/bench's "limit"
-// (pqarrow alone) uses the same, so the two are compared like for like.
+// data file. sink/delta writes with them and internal/bench's "limit" (the
+// Parquet writer, internal/pqfile, alone) uses the same, so the two are
+// compared like for like.
 package parquetprops
 
 import (

@@ -16,10 +16,11 @@
 //
 // A snapshot partition's bronze string constants (capture instance, start
 // LSN, snapshot LSN) reach pqarrow as one-value dictionaries, so they are
-// neither hashed nor compared row by row; the file is the same. Pages are
-// Snappy-compressed by arrow-go's codec, which uses s2's slower "better"
-// mode; importing programs that want speed over 12 % larger files call
-// fastsnappy.Register (package sink/delta/fastsnappy) at startup. Each
+// neither hashed nor compared row by row; the file is the same. Files are
+// assembled from arrow-go's column writers by internal/pqfile, which
+// compresses data pages with s2's fast Snappy encoder per writer: arrow-go's
+// own codec is s2's slower "better" mode, and changing it would change
+// every Parquet writer in the importing program. Each
 // partition write's Parquet writers share a pool of the large buffers a
 // buffered row group grows and frees (up to 32 MiB held), instead of
 // asking Go's allocator and garbage collector for new ones every row group.

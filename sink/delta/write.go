@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"strings"
@@ -19,10 +18,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"gocloud.dev/blob"
 
 	"github.com/cdcsnap/cdcsnap/internal/parquetprops"
+	"github.com/cdcsnap/cdcsnap/internal/pqfile"
 )
 
 // statsPrefixLen is how many characters of a string min/max are kept: the
@@ -247,25 +246,12 @@ func formatTS(micros int64) string {
 	return time.UnixMicro(micros).UTC().Format("2006-01-02T15:04:05.000000Z")
 }
 
-// countingWriter counts bytes on their way to the blob.
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
-}
-
 // dataFile is one Parquet file being written.
 type dataFile struct {
 	name   string
 	cancel context.CancelFunc
 	bw     *blob.Writer
-	cw     *countingWriter
-	fw     *pqarrow.FileWriter
+	fw     *pqfile.Writer
 	stats  []colStats
 	rows   int64
 }
@@ -314,18 +300,17 @@ func (s *fileSet) open(ctx context.Context) error {
 		cancel()
 		return fmt.Errorf("delta: creating data file %s: %w", name, err)
 	}
-	cw := &countingWriter{w: bw}
 	fileSchema := s.schema
 	if s.consts != nil {
 		fileSchema = s.consts.schema
 	}
-	fw, err := pqarrow.NewFileWriter(fileSchema, cw, s.props, pqarrow.DefaultWriterProps())
+	fw, err := pqfile.NewWriter(fileSchema, bw, s.props)
 	if err != nil {
 		cancel()
 		_ = bw.Close()
 		return fmt.Errorf("delta: parquet writer for %s: %w", name, err)
 	}
-	s.cur = &dataFile{name: name, cancel: cancel, bw: bw, cw: cw, fw: fw, stats: make([]colStats, s.schema.NumFields())}
+	s.cur = &dataFile{name: name, cancel: cancel, bw: bw, fw: fw, stats: make([]colStats, s.schema.NumFields())}
 	return nil
 }
 
@@ -353,18 +338,18 @@ func (s *fileSet) write(ctx context.Context, rec arrow.RecordBatch) error {
 		}
 		defer wrec.Release()
 	}
-	if err := f.fw.WriteBuffered(wrec); err != nil {
+	if err := f.fw.Write(wrec); err != nil {
 		return fmt.Errorf("delta: writing %s: %w", f.name, err)
 	}
 	s.consts.updateStats(f.stats, rec)
 	f.rows += rec.NumRows()
-	if f.fw.RowGroupTotalCompressedBytes() >= parquetprops.RowGroupBytes {
-		f.fw.NewBufferedRowGroup()
+	if f.fw.RowGroupCompressedBytes() >= parquetprops.RowGroupBytes {
+		if err := f.fw.Flush(); err != nil {
+			return fmt.Errorf("delta: writing %s: %w", f.name, err)
+		}
 	}
-	// The bytes already in the file and the open row group's: what
-	// TotalCompressedBytes adds up from a metadata snapshot it builds on
-	// every call.
-	if f.cw.n+f.fw.RowGroupTotalCompressedBytes() >= s.t.opts.targetFileSize() {
+	// The bytes already in the file and the open row group's.
+	if f.fw.BytesWritten()+f.fw.RowGroupCompressedBytes() >= s.t.opts.targetFileSize() {
 		return s.finish()
 	}
 	return nil
@@ -405,7 +390,7 @@ func (s *fileSet) finish() error {
 	s.done = append(s.done, AddFile{
 		Path:             logPath(f.name),
 		PartitionValues:  pv,
-		Size:             f.cw.n,
+		Size:             f.fw.BytesWritten(),
 		ModificationTime: time.Now().UnixMilli(),
 		DataChange:       true,
 		Stats:            string(sb),

@@ -201,7 +201,7 @@ if __name__ == "__main__":
     main()
     # deltalake 1.6.6 with pyarrow can abort during interpreter shutdown
     # ("terminate called without an active exception": 2 of 12 runs of
-    # sink/delta/fastsnappy's test); the answer is out by then, so leave
+    # the former sink/delta/fastsnappy test); the answer is out by then, so leave
     # without the teardown.
     sys.stdout.flush()
     os._exit(0)
