@@ -18,9 +18,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/cdcsnap/cdcsnap/internal/pqfile"
 
 	"github.com/cdcsnap/cdcsnap/internal/parquetprops"
+	"github.com/cdcsnap/cdcsnap/internal/pqfile"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
 	"github.com/cdcsnap/cdcsnap/snapshot"

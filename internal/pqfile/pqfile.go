@@ -28,6 +28,7 @@ package pqfile
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -71,7 +72,6 @@ type Writer struct {
 	meta     *metadata.FileMetaDataBuilder
 	ctx      context.Context // carries pqarrow's arrow write context
 	snappy   Encoder         // nil: arrow-go's registered codec
-	nullable []bool          // per column: the field is nullable
 
 	rg       *rowGroup // nil: none open
 	rgCount  int16
@@ -100,12 +100,10 @@ func newWriter(s *arrow.Schema, w io.Writer, props *parquet.WriterProperties, sn
 	if props.FileEncryptionProperties() != nil {
 		return nil, errors.New("pqfile: encrypted files are not supported")
 	}
-	nullable := make([]bool, s.NumFields())
-	for i, f := range s.Fields() {
+	for _, f := range s.Fields() {
 		if err := flat(f.Type); err != nil {
 			return nil, fmt.Errorf("pqfile: column %q: %w", f.Name, err)
 		}
-		nullable[i] = f.Nullable
 	}
 	arrowProps := pqarrow.DefaultWriterProps()
 	pqSchema, err := pqarrow.ToParquet(s, props, arrowProps)
@@ -138,7 +136,6 @@ func newWriter(s *arrow.Schema, w io.Writer, props *parquet.WriterProperties, sn
 		meta:     metadata.NewFileMetadataBuilder(pqSchema, props, kv),
 		ctx:      pqarrow.NewArrowWriteContext(context.Background(), &arrowProps),
 		snappy:   snappy,
-		nullable: nullable,
 	}
 	if _, err := fw.sink.Write(magic); err != nil {
 		return nil, fmt.Errorf("pqfile: writing the magic bytes: %w", err)
@@ -247,7 +244,7 @@ func (w *Writer) writeColumn(i int, arr arrow.Array) error {
 		// pqarrow refuses these too (path_builder.go, Visit).
 		return fmt.Errorf("%w: a dictionary array with a null in its dictionary", arrow.ErrNotImplemented)
 	}
-	if !w.nullable[i] {
+	if !w.schema.Field(i).Nullable {
 		return pqarrow.WriteArrowToColumn(w.ctx, cw, arr, nil, nil, false)
 	}
 	n := arr.Len()
@@ -363,7 +360,7 @@ func (w *Writer) Close() error {
 	}
 	n, err := fmd.WriteTo(w.sink, nil)
 	if err == nil {
-		_, err = w.sink.Write([]byte{byte(n), byte(n >> 8), byte(n >> 16), byte(n >> 24)})
+		_, err = w.sink.Write(binary.LittleEndian.AppendUint32(nil, uint32(n)))
 	}
 	if err == nil {
 		_, err = w.sink.Write(magic)

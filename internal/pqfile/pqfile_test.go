@@ -2,6 +2,7 @@ package pqfile
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -271,7 +272,7 @@ func TestFastSnappyReadsBack(t *testing.T) {
 func canonical(t *testing.T, b []byte) (pages, foot []byte) {
 	t.Helper()
 	md := footer(t, b)
-	n := int(b[len(b)-8]) | int(b[len(b)-7])<<8 | int(b[len(b)-6])<<16 | int(b[len(b)-5])<<24
+	n := int(binary.LittleEndian.Uint32(b[len(b)-8:]))
 	pages = b[:len(b)-8-n]
 	for _, rg := range md.RowGroups {
 		for _, cc := range rg.Columns {
