@@ -38,15 +38,16 @@ func cell(t *testing.T, col arrow.Array, i int) any {
 	return nil
 }
 
-// readAll reads range r and returns the row numbers (id-1) it produced,
-// checking every value against Gen.Values.
-func readAll(t *testing.T, g *Gen, r keyrange.Range, batch int) []int64 {
+// readAll reads range r from src (g, or a source of g's rows) and returns
+// the row numbers (id-1) it produced, checking every value against
+// Gen.Values.
+func readAll(t *testing.T, src source.Source, g *Gen, r keyrange.Range, batch int) []int64 {
 	t.Helper()
 	ci, err := g.CaptureInstance(context.Background(), genCI)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rr, err := g.ReadRange(context.Background(), ci, r, source.ReadOptions{BatchRows: batch})
+	rr, err := src.ReadRange(context.Background(), ci, r, source.ReadOptions{BatchRows: batch})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,9 @@ func readAll(t *testing.T, g *Gen, r keyrange.Range, batch int) []int64 {
 
 // TestRangesCoverEveryRowOnce plans ranges as a snapshot does (uniform for
 // bigint, keyset seeks for the composite key) and proves that reading them
-// returns every row exactly once, in key order, with the right values.
+// returns every row exactly once, in key order, with the right values: from
+// the generator, and from replaySource over the generator's IPC file (whose
+// 8,192-row records the larger tables cross).
 func TestRangesCoverEveryRowOnce(t *testing.T) {
 	for _, tc := range []struct {
 		rows, companies int64
@@ -90,29 +93,67 @@ func TestRangesCoverEveryRowOnce(t *testing.T) {
 	}{
 		{1, 0, 4}, {1000, 0, 1}, {1000, 0, 3}, {1001, 0, 8}, {5, 0, 8},
 		{1000, 1, 4}, {1000, 3, 4}, {997, 20, 8}, {40, 20, 3}, {7, 3, 8},
+		{20000, 0, 3}, {20000, 7, 5},
 	} {
 		t.Run(fmt.Sprintf("rows=%d/companies=%d/p=%d", tc.rows, tc.companies, tc.partitions), func(t *testing.T) {
+			ctx := context.Background()
 			g := NewGen(tc.rows, tc.companies)
-			plan, err := snapshot.NewPlan(context.Background(), g, snapshot.Options{CaptureInstance: genCI, Partitions: tc.partitions})
+			path := t.TempDir() + "/b.arrow"
+			if _, err := materialize(ctx, g, path); err != nil {
+				t.Fatal(err)
+			}
+			m, err := mapIPC(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.close()
+			replay, err := newReplaySource(g, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := snapshot.NewPlan(ctx, g, snapshot.Options{CaptureInstance: genCI, Partitions: tc.partitions})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if tc.partitions > 1 && tc.rows > 1 && len(plan.Ranges) < 2 {
 				t.Fatalf("%s plan has %d ranges", plan.Strategy, len(plan.Ranges))
 			}
-			var all []int64
-			for _, r := range plan.Ranges {
-				all = append(all, readAll(t, g, r, 64)...)
-			}
-			if int64(len(all)) != tc.rows {
-				t.Fatalf("read %d rows, want %d", len(all), tc.rows)
-			}
-			for i, n := range all {
-				if n != int64(i) {
-					t.Fatalf("row %d read at position %d: rows missing, repeated or out of order", n, i)
+			for _, src := range []source.Source{g, replay} {
+				var all []int64
+				for _, r := range plan.Ranges {
+					all = append(all, readAll(t, src, g, r, 64)...)
+				}
+				if int64(len(all)) != tc.rows {
+					t.Fatalf("%T: read %d rows, want %d", src, len(all), tc.rows)
+				}
+				for i, n := range all {
+					if n != int64(i) {
+						t.Fatalf("%T: row %d read at position %d: rows missing, repeated or out of order", src, n, i)
+					}
 				}
 			}
 		})
+	}
+}
+
+// TestReplaySourceRefusesAnotherTable checks that a replaySource is only
+// made over its own generator's IPC file.
+func TestReplaySourceRefusesAnotherTable(t *testing.T) {
+	ctx := context.Background()
+	path := t.TempDir() + "/b.arrow"
+	if _, err := materialize(ctx, NewGen(100, 0), path); err != nil {
+		t.Fatal(err)
+	}
+	m, err := mapIPC(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.close()
+	if _, err := newReplaySource(NewGen(101, 0), m); err == nil || !strings.Contains(err.Error(), "100 rows") {
+		t.Fatalf("101-row generator over a 100-row file: %v", err)
+	}
+	if _, err := newReplaySource(NewGen(100, 3), m); err == nil || !strings.Contains(err.Error(), `"company"`) {
+		t.Fatalf("composite generator over a bigint file: %v", err)
 	}
 }
 
@@ -173,8 +214,8 @@ func TestKeysAreOrderedAndSeekable(t *testing.T) {
 func TestDeterministic(t *testing.T) {
 	g := NewGen(3000, 0)
 	r := keyrange.Range{Lower: keyrange.Tuple{int64(100)}, Upper: keyrange.Tuple{int64(2900)}}
-	a := readAll(t, g, r, 1000)
-	b := readAll(t, g, r, 7)
+	a := readAll(t, g, g, r, 1000)
+	b := readAll(t, g, g, r, 7)
 	if !reflect.DeepEqual(a, b) || len(a) != 2800 || a[0] != 99 {
 		t.Fatalf("reads differ or are wrong: %d and %d rows, first %d", len(a), len(b), a[0])
 	}
@@ -235,6 +276,20 @@ func TestLimitAndSinkFromIPC(t *testing.T) {
 	s, err := runSinkFromIPC(ctx, m, 2, dir+"/sink")
 	if err != nil || s.Rows != 30000 {
 		t.Fatalf("sink from IPC: %d rows, %v", s.Rows, err)
+	}
+	replay, err := newReplaySource(g, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// With read-ahead off the stamper reads the source's reader itself,
+	// and retains and releases it once more.
+	defer func(saved tuning) { tune = saved }(tune)
+	for _, readAhead := range []int{0, -1} {
+		tune.ReadAhead = readAhead
+		p, err := runPipeline(ctx, replay, 3, dir+"/replay")
+		if err != nil || p.Rows != 30000 {
+			t.Fatalf("pipeline from IPC, read-ahead %d: %d rows, %v", readAhead, p.Rows, err)
+		}
 	}
 }
 

@@ -3,21 +3,25 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 )
 
 // report prints the results as Markdown tables.
 func report(w io.Writer, r *results) {
 	mbps := func(bytes int64, secs float64) float64 { return float64(bytes) / 1e6 / secs }
 	if len(r.Throughput) > 0 {
-		fmt.Fprintln(w, "\nThroughput (generator source -> local Delta table; limit = the Parquet writer alone (internal/pqfile) on the same records from an mmapped IPC file)")
+		fmt.Fprintln(w, "\nThroughput (generator source -> local Delta table; limit = the Parquet writer alone (internal/pqfile) on the same records from an mmapped IPC file; from IPC = the pipeline with the limit's records as its source)")
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "| key | rows | partitions | pipeline rows/s | pipeline MB/s | limit rows/s | pipeline/limit | CPU µs/row pipeline / limit / generator+stamp | limit/pipeline by CPU | Parquet MB |")
-		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+		fmt.Fprintln(w, "| key | rows | partitions | pipeline rows/s | pipeline MB/s | limit rows/s | pipeline/limit | from IPC/limit | CPU µs/row pipeline / limit / generator+stamp / from IPC | limit/pipeline by CPU | Parquet MB |")
+		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+		var ratios, replays []float64
 		for _, t := range r.Throughput {
-			fmt.Fprintf(w, "| %s | %d | %d | %.0f | %.0f | %.0f | **%.2f** | %.2f / %.2f / %.2f | %.2f | %.0f |\n", t.Key, t.Rows, t.Partitions,
-				t.Pipeline.rowsPerSec(), mbps(t.ArrowBytes, t.Pipeline.Seconds), t.Limit.rowsPerSec(), t.ratio(),
-				t.Pipeline.cpuPerRow(), t.Limit.cpuPerRow(), t.GenOnly.cpuPerRow(), t.Limit.CPU/t.Pipeline.CPU, float64(t.Pipeline.OutBytes)/1e6)
+			fmt.Fprintf(w, "| %s | %d | %d | %.0f | %.0f | %.0f | **%.2f** | **%.2f** | %.2f / %.2f / %.2f / %.2f | %.2f | %.0f |\n", t.Key, t.Rows, t.Partitions,
+				t.Pipeline.rowsPerSec(), mbps(t.ArrowBytes, t.Pipeline.Seconds), t.Limit.rowsPerSec(), t.ratio(), t.replayRatio(),
+				t.Pipeline.cpuPerRow(), t.Limit.cpuPerRow(), t.GenOnly.cpuPerRow(), t.Replay.cpuPerRow(), t.Limit.CPU/t.Pipeline.CPU, float64(t.Pipeline.OutBytes)/1e6)
+			ratios, replays = append(ratios, t.ratio()), append(replays, t.replayRatio())
 		}
+		fmt.Fprintf(w, "\nMedian over the %d cells: pipeline/limit %.3f, from IPC/limit %.3f\n", len(ratios), median(ratios), median(replays))
 	}
 	if len(r.Peer) > 0 {
 		fmt.Fprintln(w, "\ndelta-rs peer (both read the same mmapped IPC file; bigint key)")
@@ -68,4 +72,15 @@ func report(w io.Writer, r *results) {
 		}
 	}
 	fmt.Fprintf(w, "\nrun time: %.0f s\n", r.Seconds)
+}
+
+// median returns the median of xs (the mean of the middle two for an even
+// count); xs is sorted in place.
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
 }

@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -21,9 +23,11 @@ import (
 
 	"github.com/cdcsnap/cdcsnap/internal/parquetprops"
 	"github.com/cdcsnap/cdcsnap/internal/pqfile"
+	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
 	"github.com/cdcsnap/cdcsnap/snapshot"
+	"github.com/cdcsnap/cdcsnap/source"
 )
 
 // measure is one timed run.
@@ -161,8 +165,8 @@ func (t tuning) String() string {
 	return string(b)
 }
 
-// runPipeline takes a snapshot of g into a new local Delta table in dir.
-func runPipeline(ctx context.Context, g *Gen, partitions int, dir string) (measure, error) {
+// runPipeline takes a snapshot of src into a new local Delta table in dir.
+func runPipeline(ctx context.Context, src source.Source, partitions int, dir string) (measure, error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return measure{}, err
 	}
@@ -172,7 +176,7 @@ func runPipeline(ctx context.Context, g *Gen, partitions int, dir string) (measu
 	}
 	defer tb.Close()
 	start := time.Now()
-	res, err := snapshot.Take(ctx, g, tb, snapshot.Options{CaptureInstance: genCI, Partitions: partitions, Parallelism: tune.Parallelism, ReadAhead: tune.ReadAhead})
+	res, err := snapshot.Take(ctx, src, tb, snapshot.Options{CaptureInstance: genCI, Partitions: partitions, Parallelism: tune.Parallelism, ReadAhead: tune.ReadAhead})
 	if err != nil {
 		return measure{}, err
 	}
@@ -203,6 +207,7 @@ type mapped struct {
 	data   []byte
 	schema *arrow.Schema
 	n      int
+	starts []int64 // first row of each record, then the row count
 }
 
 func mapIPC(path string) (*mapped, error) {
@@ -225,7 +230,17 @@ func mapIPC(path string) (*mapped, error) {
 		return nil, err
 	}
 	defer r.Close()
-	return &mapped{data: data, schema: r.Schema(), n: r.NumRecords()}, nil
+	m := &mapped{data: data, schema: r.Schema(), n: r.NumRecords(), starts: make([]int64, 1, r.NumRecords()+1)}
+	for k := range m.n {
+		rec, err := r.RecordBatchAt(k)
+		if err != nil {
+			_ = syscall.Munmap(data)
+			return nil, err
+		}
+		m.starts = append(m.starts, m.starts[k]+rec.NumRows())
+		rec.Release()
+	}
+	return m, nil
 }
 
 func (m *mapped) close() error { return syscall.Munmap(m.data) }
@@ -233,52 +248,160 @@ func (m *mapped) close() error { return syscall.Munmap(m.data) }
 // reader returns a record reader over records w, w+of, w+2*of, ... (one
 // writer's share, round robin).
 func (m *mapped) reader(w, of int) (array.RecordReader, error) {
-	r, err := ipc.NewMappedFileReader(m.data)
+	r, err := m.open()
 	if err != nil {
 		return nil, err
 	}
-	return &shareReader{r: r, schema: m.schema, next: w, step: of}, nil
+	return &shareReader{mappedReader: r, next: w, step: of}, nil
 }
 
-// shareReader reads every step-th record of a mapped IPC file.
-type shareReader struct {
-	r          *ipc.FileReader
-	schema     *arrow.Schema
-	next, step int
-	cur        arrow.RecordBatch
-	err        error
+// open returns a mappedReader of m holding one reference.
+func (m *mapped) open() (mappedReader, error) {
+	r, err := ipc.NewMappedFileReader(m.data)
+	if err != nil {
+		return mappedReader{}, err
+	}
+	mr := mappedReader{r: r, schema: m.schema, refs: new(atomic.Int64)}
+	mr.refs.Store(1)
+	return mr, nil
 }
 
-func (s *shareReader) Retain()                        {}
-func (s *shareReader) Schema() *arrow.Schema          { return s.schema }
-func (s *shareReader) RecordBatch() arrow.RecordBatch { return s.cur }
+// mappedReader is what the record readers of a mapped IPC file share: the
+// file reader, the current batch, the error, and a reference count (the
+// snapshot's stamper retains its input).
+type mappedReader struct {
+	r      *ipc.FileReader
+	schema *arrow.Schema
+	refs   *atomic.Int64
+	cur    arrow.RecordBatch
+	err    error
+}
+
+func (s *mappedReader) Retain()                        { s.refs.Add(1) }
+func (s *mappedReader) Schema() *arrow.Schema          { return s.schema }
+func (s *mappedReader) RecordBatch() arrow.RecordBatch { return s.cur }
 
 // Deprecated: use RecordBatch.
-func (s *shareReader) Record() arrow.RecordBatch { return s.cur }
-func (s *shareReader) Err() error                { return s.err }
+func (s *mappedReader) Record() arrow.RecordBatch { return s.cur }
+func (s *mappedReader) Err() error                { return s.err }
 
-func (s *shareReader) Release() {
-	if s.cur != nil {
-		s.cur.Release()
-		s.cur = nil
+func (s *mappedReader) Release() {
+	if s.refs.Add(-1) != 0 {
+		return
 	}
+	s.drop()
 	if s.r != nil {
 		_ = s.r.Close()
 		s.r = nil
 	}
 }
 
-func (s *shareReader) Next() bool {
+// drop releases the current batch: the start of every Next.
+func (s *mappedReader) drop() {
 	if s.cur != nil {
 		s.cur.Release()
 		s.cur = nil
 	}
+}
+
+// shareReader reads every step-th record of a mapped IPC file.
+type shareReader struct {
+	mappedReader
+	next, step int
+}
+
+func (s *shareReader) Next() bool {
+	s.drop()
 	if s.err != nil || s.r == nil || s.next >= s.r.NumRecords() {
 		return false
 	}
 	s.cur, s.err = s.r.RecordBatchAt(s.next)
 	s.next += s.step
 	return s.err == nil
+}
+
+// replaySource is a Gen whose rows are read back from the IPC file of its
+// bronze records (the limit's input) instead of computed. A snapshot from
+// it costs what the library adds to the Parquet writer: planning, reading
+// ahead, stamping, sink/delta's statistics and files, the commit, but no
+// row generation, which on a machine whose cores all write competes with
+// the writers for CPU.
+type replaySource struct {
+	*Gen
+	m *mapped
+}
+
+var _ source.Source = replaySource{}
+
+// newReplaySource checks that m holds g's captured columns first, as
+// materialize writes them.
+func newReplaySource(g *Gen, m *mapped) (replaySource, error) {
+	for i, f := range g.schema.Fields() {
+		if i >= m.schema.NumFields() || m.schema.Field(i).Name != f.Name || !arrow.TypeEqual(m.schema.Field(i).Type, f.Type) {
+			return replaySource{}, fmt.Errorf("bench: the IPC file's column %d is not the generator's %q", i, f.Name)
+		}
+	}
+	if total := m.starts[len(m.starts)-1]; total != g.rows {
+		return replaySource{}, fmt.Errorf("bench: the IPC file has %d rows, the generator %d", total, g.rows)
+	}
+	return replaySource{Gen: g, m: m}, nil
+}
+
+// ReadRange implements source.Source: slices of the mapped records (no
+// copy), captured columns only, at most opts.BatchRows rows each.
+func (s replaySource) ReadRange(ctx context.Context, _ *source.CaptureInstance, r keyrange.Range, opts source.ReadOptions) (array.RecordReader, error) {
+	lo, hi, err := s.Bounds(r)
+	if err != nil {
+		return nil, err
+	}
+	mr, err := s.m.open()
+	if err != nil {
+		return nil, err
+	}
+	mr.schema = s.schema // the captured columns
+	batch := opts.BatchRows
+	if batch <= 0 {
+		batch = defaultGenBatch
+	}
+	return &replayReader{mappedReader: mr, ctx: ctx, starts: s.m.starts, next: lo, end: hi, batch: int64(batch)}, nil
+}
+
+// replayReader reads the rows [next, end) of a mapped IPC file.
+type replayReader struct {
+	mappedReader
+	ctx              context.Context
+	starts           []int64
+	next, end, batch int64
+}
+
+func (s *replayReader) Next() bool {
+	s.drop()
+	if s.err != nil || s.r == nil || s.next >= s.end {
+		return false
+	}
+	if s.err = s.ctx.Err(); s.err != nil {
+		return false
+	}
+	k, _ := slices.BinarySearch(s.starts, s.next+1) // the record holding row next
+	k--
+	rec, err := s.r.RecordBatchAt(k)
+	if err != nil {
+		s.err = err
+		return false
+	}
+	defer rec.Release()
+	off := s.next - s.starts[k]
+	n := min(s.batch, s.end-s.next, s.starts[k+1]-s.next)
+	cols := make([]arrow.Array, s.schema.NumFields())
+	for c := range cols {
+		cols[c] = array.NewSlice(rec.Column(c), off, off+n)
+	}
+	s.cur = array.NewRecordBatch(s.schema, cols, n)
+	for _, c := range cols {
+		c.Release()
+	}
+	s.next += n
+	return true
 }
 
 // limitProps are sink/delta's writer properties (internal/parquetprops),

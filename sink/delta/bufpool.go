@@ -63,7 +63,12 @@ var _ memory.Allocator = (*bufferPool)(nil)
 func class(size int) int { return 1 << bits.Len(uint(size-1)) }
 
 // Allocate returns size zero bytes.
-func (p *bufferPool) Allocate(size int) []byte {
+func (p *bufferPool) Allocate(size int) []byte { return p.take(size, 0) }
+
+// take returns size bytes of which all but the first keep are zero: keep
+// bytes are the caller's to overwrite (Reallocate's copy), so a reused
+// buffer is cleared only beyond them.
+func (p *bufferPool) take(size, keep int) []byte {
 	if size < minPooled {
 		return p.base.Allocate(size)
 	}
@@ -79,7 +84,7 @@ func (p *bufferPool) Allocate(size int) []byte {
 		if poison {
 			p.checkPoison(b)
 		}
-		clear(b[:size])
+		clear(b[min(keep, size):size])
 	} else {
 		b = p.base.Allocate(c) // zeroed
 	}
@@ -96,7 +101,7 @@ func (p *bufferPool) Reallocate(size int, b []byte) []byte {
 		}
 		return b[:size]
 	}
-	nb := p.Allocate(size)
+	nb := p.take(size, len(b))
 	copy(nb, b)
 	p.Free(b)
 	return nb
