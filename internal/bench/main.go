@@ -36,8 +36,13 @@ import (
 	"github.com/cdcsnap/cdcsnap/source"
 )
 
-// smokeMinRatio is the pipeline/limit ratio under which -smoke fails.
-const smokeMinRatio = 0.60
+// smokeMinRatio is the "from IPC/limit" ratio under which -smoke fails.
+// It is that ratio, not pipeline/limit, that -smoke checks: both read the
+// same records, so it measures what the library costs beside the writer,
+// where pipeline/limit also pays for the generator on the same two cores
+// (0.62-0.66 locally against 0.83-0.88 from IPC; BENCHMARKS.md, "The
+// pipeline on the limit's own input").
+const smokeMinRatio = 0.70
 
 func sourceOpts() source.ReadOptions { return source.ReadOptions{BatchRows: defaultGenBatch} }
 
@@ -77,7 +82,7 @@ func main() {
 		rows, parts, compRows, memRows, memParts string
 		planRows, planCompanies, planParts       string
 	)
-	flag.BoolVar(&cfg.smoke, "smoke", false, "short run for CI: 200k rows, 2 partitions, best of 5; fails under pipeline/limit "+strconv.FormatFloat(smokeMinRatio, 'f', 2, 64))
+	flag.BoolVar(&cfg.smoke, "smoke", false, "short run for CI: 200k rows, 2 partitions, best of 5; fails under (pipeline from IPC)/limit "+strconv.FormatFloat(smokeMinRatio, 'f', 2, 64))
 	flag.StringVar(&rows, "rows", "1000000", "table sizes (bigint key), comma-separated")
 	flag.StringVar(&parts, "partitions", "1,2,4,8", "partition counts")
 	flag.Int64Var(&cfg.composite, "companies", 20, "companies of the composite-key (company, id) runs; 0 skips them")
@@ -170,7 +175,7 @@ func main() {
 
 // smokeVerdict is the smoke's last line and whether the ratio passes.
 func smokeVerdict(ratio float64) (string, bool) {
-	return fmt.Sprintf("bench smoke: pipeline/limit = %.2f (>= %.2f required)", ratio, smokeMinRatio), ratio >= smokeMinRatio
+	return fmt.Sprintf("bench smoke: pipeline from IPC/limit = %.2f (>= %.2f required)", ratio, smokeMinRatio), ratio >= smokeMinRatio
 }
 
 func ints64(s string) ([]int64, error) {
@@ -252,6 +257,8 @@ func best(ms []measure) measure {
 	return slices.MinFunc(ms, func(a, b measure) int { return int((a.Seconds - b.Seconds) * 1e9) })
 }
 
+// run measures what cfg asks for, writes the report to w and returns the
+// smoke's figure: the lowest "from IPC/limit" over the cells.
 func run(ctx context.Context, cfg config, w io.Writer) (float64, error) {
 	res := results{Tuning: tune, Machine: machine(), Started: time.Now()}
 	work := cfg.work
@@ -400,11 +407,11 @@ func run(ctx context.Context, cfg config, w io.Writer) (float64, error) {
 	if b, err := json.MarshalIndent(res, "", "  "); err == nil {
 		_ = os.WriteFile(filepath.Join(cfg.out, "results.json"), b, 0o666)
 	}
-	// The smoke's figure: the worst ratio over what ran.
+	// The smoke's figure: the worst "from IPC/limit" over what ran.
 	ratio := 0.0
 	for i, t := range res.Throughput {
-		if i == 0 || t.ratio() < ratio {
-			ratio = t.ratio()
+		if i == 0 || t.replayRatio() < ratio {
+			ratio = t.replayRatio()
 		}
 	}
 	return ratio, nil

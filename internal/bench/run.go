@@ -248,20 +248,21 @@ func (m *mapped) close() error { return syscall.Munmap(m.data) }
 // reader returns a record reader over records w, w+of, w+2*of, ... (one
 // writer's share, round robin).
 func (m *mapped) reader(w, of int) (array.RecordReader, error) {
-	r, err := m.open()
+	r, err := m.open(m.schema)
 	if err != nil {
 		return nil, err
 	}
 	return &shareReader{mappedReader: r, next: w, step: of}, nil
 }
 
-// open returns a mappedReader of m holding one reference.
-func (m *mapped) open() (mappedReader, error) {
+// open returns a mappedReader of m holding one reference, whose batches
+// have the given schema (m's, or its first columns).
+func (m *mapped) open(schema *arrow.Schema) (mappedReader, error) {
 	r, err := ipc.NewMappedFileReader(m.data)
 	if err != nil {
 		return mappedReader{}, err
 	}
-	mr := mappedReader{r: r, schema: m.schema, refs: new(atomic.Int64)}
+	mr := mappedReader{r: r, schema: schema, refs: new(atomic.Int64)}
 	mr.refs.Store(1)
 	return mr, nil
 }
@@ -354,11 +355,10 @@ func (s replaySource) ReadRange(ctx context.Context, _ *source.CaptureInstance, 
 	if err != nil {
 		return nil, err
 	}
-	mr, err := s.m.open()
+	mr, err := s.m.open(s.schema) // the captured columns
 	if err != nil {
 		return nil, err
 	}
-	mr.schema = s.schema // the captured columns
 	batch := opts.BatchRows
 	if batch <= 0 {
 		batch = defaultGenBatch
@@ -438,26 +438,30 @@ func runLimit(m *mapped, writers int, dir string) (measure, error) {
 	start := time.Now()
 	rows := make([]int64, writers)
 	sizes := make([]int64, writers)
-	errs := make([]error, writers)
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rows[w], sizes[w], errs[w] = limitWriter(m, w, writers, filepath.Join(dir, fmt.Sprintf("part-%05d.snappy.parquet", w)))
-		}()
+	err := inParallel(writers, func(w int) (err error) {
+		rows[w], sizes[w], err = limitWriter(m, w, writers, filepath.Join(dir, fmt.Sprintf("part-%05d.snappy.parquet", w)))
+		return err
+	})
+	if err != nil {
+		return measure{}, err
 	}
-	wg.Wait()
-	secs := time.Since(start).Seconds()
-	out := measure{Seconds: secs}
+	out := measure{Seconds: time.Since(start).Seconds()}
 	for w := range writers {
-		if errs[w] != nil {
-			return measure{}, errs[w]
-		}
 		out.Rows += rows[w]
 		out.OutBytes += sizes[w]
 	}
 	return out, nil
+}
+
+// inParallel runs f(0), ..., f(n-1) at once and joins their errors.
+func inParallel(n int, f func(i int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = f(i) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func limitWriter(m *mapped, w, of int, path string) (int64, int64, error) {
@@ -522,23 +526,16 @@ func runSinkFromIPC(ctx context.Context, m *mapped, writers int, dir string) (me
 	info := sink.Info{CaptureInstance: genCI, LSN: genLSN, CommitTS: genCommitTS, Schema: m.schema, PlanID: "bench"}
 	start := time.Now()
 	parts := make([]sink.Part, writers)
-	errs := make([]error, writers)
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rr, err := m.reader(w, writers)
-			if err != nil {
-				errs[w] = err
-				return
-			}
-			defer rr.Release()
-			parts[w], errs[w] = tb.WritePartition(ctx, info, w, rr)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	err = inParallel(writers, func(w int) error {
+		rr, err := m.reader(w, writers)
+		if err != nil {
+			return err
+		}
+		defer rr.Release()
+		parts[w], err = tb.WritePartition(ctx, info, w, rr)
+		return err
+	})
+	if err != nil {
 		return measure{}, err
 	}
 	if _, err := tb.CommitSnapshot(ctx, info, parts); err != nil {

@@ -13,7 +13,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -130,25 +129,16 @@ func (s genServer) Serve(ctx context.Context, req *tdsserver.Request, w *tdsserv
 
 // countRanges reads ranges in parallel from src, counting rows.
 func countRanges(ctx context.Context, src source.Source, ci *source.CaptureInstance, ranges []keyrange.Range) (int64, error) {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
+	counts := make([]int64, len(ranges))
+	err := inParallel(len(ranges), func(i int) (err error) {
+		counts[i], err = readOne(ctx, src, ci, ranges[i])
+		return err
+	})
 	var total int64
-	var first error
-	for _, r := range ranges {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			n, err := readOne(ctx, src, ci, r)
-			mu.Lock()
-			defer mu.Unlock()
-			total += n
-			if err != nil && first == nil {
-				first = err
-			}
-		}()
+	for _, n := range counts {
+		total += n
 	}
-	wg.Wait()
-	return total, first
+	return total, err
 }
 
 func readOne(ctx context.Context, src source.Source, ci *source.CaptureInstance, r keyrange.Range) (int64, error) {
