@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/snapshot"
@@ -270,9 +272,16 @@ func TestLimitAndSinkFromIPC(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.close()
-	l, err := runLimit(m, 2, dir+"/limit")
-	if err != nil || l.Rows != 30000 {
-		t.Fatalf("limit: %d rows, %v", l.Rows, err)
+	defer func(saved tuning) { tune = saved }(tune)
+	for _, writer := range []string{"", "pqarrow"} {
+		tune.LimitWriter = writer
+		l, err := runLimit(m, 2, dir+"/limit")
+		if err != nil || l.Rows != 30000 {
+			t.Fatalf("limit %q: %d rows, %v", writer, l.Rows, err)
+		}
+		if n := parquetRows(t, dir+"/limit"); n != 30000 {
+			t.Fatalf("limit %q: its files hold %d rows", writer, n)
+		}
 	}
 	s, err := runSinkFromIPC(ctx, m, 2, dir+"/sink")
 	if err != nil || s.Rows != 30000 {
@@ -284,7 +293,6 @@ func TestLimitAndSinkFromIPC(t *testing.T) {
 	}
 	// With read-ahead off the stamper reads the source's reader itself,
 	// and retains and releases it once more.
-	defer func(saved tuning) { tune = saved }(tune)
 	for _, readAhead := range []int{0, -1} {
 		tune.ReadAhead = readAhead
 		p, err := runPipeline(ctx, replay, 3, dir+"/replay")
@@ -301,6 +309,43 @@ func TestPlanningCounts(t *testing.T) {
 	}
 	if len(pcs) != 1 || pcs[0].Ranges != 4 || pcs[0].RowsInRanges != 4000 || pcs[0].KeysKeyset == 0 {
 		t.Fatalf("planning: %+v", pcs)
+	}
+}
+
+// parquetRows is the row count in the footers of dir's Parquet files.
+func parquetRows(t *testing.T, dir string) int64 {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, "*.parquet"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no Parquet files in %s: %v", dir, err)
+	}
+	var n int64
+	for _, p := range paths {
+		r, err := file.OpenParquetFile(p, false)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		n += r.NumRows()
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n
+}
+
+// TestTuningRefusesUnknownNames: a misspelt experiment flag is an error
+// before anything runs.
+func TestTuningRefusesUnknownNames(t *testing.T) {
+	defer func(saved tuning) { tune = saved }(tune)
+	for _, bad := range []tuning{{LimitCodec: "snapy"}, {LimitWriter: "arrow"}, {LimitPageBytes: -1}} {
+		if err := bad.apply(); err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
+	}
+	for _, good := range []tuning{{LimitWriter: "pqarrow"}, {LimitWriter: "pqfile", LimitCodec: "zstd"}} {
+		if err := good.apply(); err != nil || tune != good {
+			t.Errorf("%+v: %v, tune %+v", good, err, tune)
+		}
 	}
 }
 

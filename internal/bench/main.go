@@ -102,6 +102,7 @@ func main() {
 	flag.IntVar(&cfg.tune.Parallelism, "parallelism", 0, "experiment: snapshot.Options.Parallelism")
 	flag.StringVar(&cfg.tune.LimitCodec, "limit-codec", "", "experiment: the limit's Parquet codec (snappy, lz4_raw, zstd, uncompressed); sink/delta keeps Snappy")
 	flag.IntVar(&cfg.tune.LimitPageBytes, "limit-page-bytes", 0, "experiment: the limit's Parquet data page size in bytes; sink/delta keeps parquetprops.DataPageBytes")
+	flag.StringVar(&cfg.tune.LimitWriter, "limit-writer", "", "experiment: the limit's Parquet writer, pqfile (the default: sink/delta's) or pqarrow (arrow-go's pqarrow.FileWriter, the limit issue 20 names)")
 	flag.BoolVar(&cfg.wire, "wire", false, "measure the read path over TDS instead: source/sqlserver through go-mssqldb from internal/tdsserver on loopback, beside the generator")
 	flag.BoolVar(&cfg.resume, "resume", false, "measure resuming instead: per size and partition count, a clean snapshot, one failed at 90 % of its rows, and its resume (how many rows it reads again); -parallelism sets the workers (default 2)")
 	flag.IntVar(&cfg.packetSize, "packet-size", 0, "with -wire: the TDS packet size the client asks for (0: go-mssqldb's default, 4096)")

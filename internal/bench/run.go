@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/cdcsnap/cdcsnap/internal/parquetprops"
 	"github.com/cdcsnap/cdcsnap/internal/pqfile"
@@ -142,6 +144,10 @@ type tuning struct {
 	// data page size only (sink/delta keeps its own): what each would save.
 	LimitCodec     string `json:"limit_codec,omitempty"`
 	LimitPageBytes int    `json:"limit_page_bytes,omitempty"`
+	// LimitWriter "pqarrow" makes the limit arrow-go's pqarrow.FileWriter
+	// (the limit until issue 20's last round, and the one the issue names)
+	// instead of internal/pqfile, with the same properties.
+	LimitWriter string `json:"limit_writer,omitempty"`
 }
 
 var tune tuning
@@ -155,6 +161,9 @@ func (t tuning) apply() error {
 	}
 	if t.LimitPageBytes < 0 {
 		return fmt.Errorf("-limit-page-bytes %d: must not be negative", t.LimitPageBytes)
+	}
+	if t.LimitWriter != "" && t.LimitWriter != "pqfile" && t.LimitWriter != "pqarrow" {
+		return fmt.Errorf("-limit-writer %q: want pqfile or pqarrow", t.LimitWriter)
 	}
 	tune = t
 	return nil
@@ -475,12 +484,12 @@ func limitWriter(m *mapped, w, of int, path string) (int64, int64, error) {
 		return 0, 0, err
 	}
 	defer f.Close()
-	var fw *pqfile.Writer
+	var fw limitFile
 	var rows int64
 	for rr.Next() {
 		rec := rr.RecordBatch()
 		if fw == nil {
-			if fw, err = pqfile.NewWriter(m.schema, f, limitProps(rec)); err != nil {
+			if fw, err = newLimitFile(m.schema, f, limitProps(rec)); err != nil {
 				return 0, 0, err
 			}
 		}
@@ -511,6 +520,37 @@ func limitWriter(m *mapped, w, of int, path string) (int64, int64, error) {
 	}
 	return rows, st.Size(), nil
 }
+
+// limitFile is the limit's Parquet writer (internal/pqfile's methods).
+type limitFile interface {
+	Write(arrow.RecordBatch) error
+	RowGroupCompressedBytes() int64
+	Flush() error
+	Close() error
+}
+
+// newLimitFile returns internal/pqfile's writer, or pqarrow's with
+// -limit-writer pqarrow.
+func newLimitFile(schema *arrow.Schema, w io.Writer, props *parquet.WriterProperties) (limitFile, error) {
+	if tune.LimitWriter != "pqarrow" {
+		return pqfile.NewWriter(schema, w, props)
+	}
+	// The struct hides w's Close: pqarrow's Close would close the file,
+	// which limitWriter closes itself.
+	fw, err := pqarrow.NewFileWriter(schema, struct{ io.Writer }{w}, props, pqarrow.DefaultWriterProps())
+	return pqarrowFile{fw}, err
+}
+
+// pqarrowFile is pqarrow.FileWriter as a limitFile: buffered row groups,
+// as the limit wrote them before internal/pqfile.
+type pqarrowFile struct{ fw *pqarrow.FileWriter }
+
+func (p pqarrowFile) Write(rec arrow.RecordBatch) error { return p.fw.WriteBuffered(rec) }
+func (p pqarrowFile) RowGroupCompressedBytes() int64 {
+	return p.fw.RowGroupTotalCompressedBytes()
+}
+func (p pqarrowFile) Flush() error { p.fw.NewBufferedRowGroup(); return nil }
+func (p pqarrowFile) Close() error { return p.fw.Close() }
 
 // runSinkFromIPC writes the IPC file's records with sink/delta (writers
 // partitions, records round robin) and commits them.
