@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -349,12 +350,17 @@ func TestTuningRefusesUnknownNames(t *testing.T) {
 	}
 }
 
-// TestInParallel: every call has returned when inParallel does, and every
-// error comes back, not only the first.
+// TestInParallel: the calls run at once (each waits until all have
+// started), every call has returned when inParallel does, and every error
+// comes back, not only the first.
 func TestInParallel(t *testing.T) {
 	errOdd, errFive := errors.New("odd"), errors.New("five")
 	done := make([]bool, 7)
+	var started sync.WaitGroup
+	started.Add(len(done))
 	err := inParallel(len(done), func(i int) error {
+		started.Done()
+		started.Wait() // never returns if the calls run one after another
 		done[i] = true
 		switch {
 		case i == 5:

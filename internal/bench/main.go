@@ -40,8 +40,7 @@ import (
 // It is that ratio, not pipeline/limit, that -smoke checks: both read the
 // same records, so it measures what the library costs beside the writer,
 // where pipeline/limit also pays for the generator on the same two cores
-// (0.62-0.66 locally against 0.83-0.88 from IPC; BENCHMARKS.md, "The
-// pipeline on the limit's own input").
+// (BENCHMARKS.md, "The CI guard checks the pipeline from IPC").
 const smokeMinRatio = 0.70
 
 func sourceOpts() source.ReadOptions { return source.ReadOptions{BatchRows: defaultGenBatch} }

@@ -10,7 +10,7 @@ import (
 func report(w io.Writer, r *results) {
 	mbps := func(bytes int64, secs float64) float64 { return float64(bytes) / 1e6 / secs }
 	if len(r.Throughput) > 0 {
-		fmt.Fprintln(w, "\nThroughput (generator source -> local Delta table; limit = the Parquet writer alone (internal/pqfile) on the same records from an mmapped IPC file; from IPC = the pipeline with the limit's records as its source)")
+		fmt.Fprintln(w, "\nThroughput (generator source -> local Delta table; limit = the Parquet writer alone ("+r.Tuning.limitWriterName()+") on the same records from an mmapped IPC file; from IPC = the pipeline with the limit's records as its source)")
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "| key | rows | partitions | pipeline rows/s | pipeline MB/s | limit rows/s | pipeline/limit | from IPC/limit | CPU µs/row pipeline / limit / generator+stamp / from IPC | limit/pipeline by CPU | Parquet MB |")
 		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")

@@ -169,6 +169,14 @@ func (t tuning) apply() error {
 	return nil
 }
 
+// limitWriterName names the limit's Parquet writer for the report.
+func (t tuning) limitWriterName() string {
+	if t.LimitWriter == "pqarrow" {
+		return "arrow-go's pqarrow.FileWriter"
+	}
+	return "internal/pqfile"
+}
+
 func (t tuning) String() string {
 	b, _ := json.Marshal(t)
 	return string(b)
@@ -435,8 +443,9 @@ var limitCodecs = map[string]compress.Compression{
 }
 
 // runLimit writes the IPC file's records to Parquet with sink/delta's
-// Parquet writer (internal/pqfile, arrow-go's column writers) and nothing
-// else, on writers goroutines (one file each, records round robin).
+// Parquet writer (internal/pqfile, arrow-go's column writers; pqarrow's
+// with -limit-writer pqarrow) and nothing else, on writers goroutines (one
+// file each, records round robin).
 func runLimit(m *mapped, writers int, dir string) (measure, error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return measure{}, err
@@ -538,7 +547,10 @@ func newLimitFile(schema *arrow.Schema, w io.Writer, props *parquet.WriterProper
 	// The struct hides w's Close: pqarrow's Close would close the file,
 	// which limitWriter closes itself.
 	fw, err := pqarrow.NewFileWriter(schema, struct{ io.Writer }{w}, props, pqarrow.DefaultWriterProps())
-	return pqarrowFile{fw}, err
+	if err != nil {
+		return nil, err
+	}
+	return pqarrowFile{fw}, nil
 }
 
 // pqarrowFile is pqarrow.FileWriter as a limitFile: buffered row groups,
@@ -549,7 +561,7 @@ func (p pqarrowFile) Write(rec arrow.RecordBatch) error { return p.fw.WriteBuffe
 func (p pqarrowFile) RowGroupCompressedBytes() int64 {
 	return p.fw.RowGroupTotalCompressedBytes()
 }
-func (p pqarrowFile) Flush() error { p.fw.NewBufferedRowGroup(); return nil }
+func (p pqarrowFile) Flush() error { return p.fw.NewBufferedRowGroupChecked() }
 func (p pqarrowFile) Close() error { return p.fw.Close() }
 
 // runSinkFromIPC writes the IPC file's records with sink/delta (writers
