@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/cdcsnap/cdcsnap/keyrange"
@@ -334,16 +337,94 @@ func parquetRows(t *testing.T, dir string) int64 {
 	return n
 }
 
+// TestLimitExperimentsReachTheFile: each -limit-codec and -limit-encoding
+// setting is what the limit's files record, with both writers, and
+// "zstd-fastest" is a level other than "zstd"'s (the footer does not
+// record a level, so the file sizes must differ).
+func TestLimitExperimentsReachTheFile(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := materialize(context.Background(), NewGen(20000, 0), dir+"/b.arrow"); err != nil {
+		t.Fatal(err)
+	}
+	m, err := mapIPC(dir + "/b.arrow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.close()
+	defer func(saved tuning) { tune = saved }(tune)
+	for _, writer := range []string{"pqfile", "pqarrow"} {
+		sizes := map[string]int64{}
+		for _, tn := range []tuning{
+			{LimitCodec: "zstd"}, {LimitCodec: "zstd-fastest"}, {LimitCodec: "lz4_raw"},
+			{LimitEncoding: "delta-int"}, {},
+		} {
+			tn.LimitWriter = writer
+			if err := tn.apply(); err != nil {
+				t.Fatal(err)
+			}
+			l, err := runLimit(m, 1, dir+"/limit")
+			if err != nil {
+				t.Fatalf("%v: %v", tn, err)
+			}
+			sizes[tn.LimitCodec] = l.OutBytes
+			wantCodec := compress.Codecs.Snappy
+			if c, ok := limitCodecs[tn.LimitCodec]; ok {
+				wantCodec = c.codec
+			}
+			r, err := file.OpenParquetFile(dir+"/limit/part-00000.snappy.parquet", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rg := r.MetaData().RowGroup(0)
+			for i := range rg.NumColumns() {
+				cc, err := rg.ColumnChunk(i)
+				if err != nil {
+					t.Fatal(err)
+				}
+				name := cc.PathInSchema().String()
+				if cc.Compression() != wantCodec {
+					t.Errorf("%s %v: column %s compressed with %v", writer, tn, name, cc.Compression())
+				}
+				delta := slices.Contains(cc.Encodings(), parquet.Encodings.DeltaBinaryPacked)
+				// id and created ascend, so parquetprops delta-encodes
+				// them; shipped does not, and gets it only from
+				// -limit-encoding delta-int; status and _operation are
+				// dictionary-encoded and keep it.
+				switch name {
+				case "id", "created":
+					if !delta {
+						t.Errorf("%s %v: column %s encodings %v", writer, tn, name, cc.Encodings())
+					}
+				case "shipped":
+					if delta != (tn.LimitEncoding == "delta-int") {
+						t.Errorf("%s %v: column %s encodings %v", writer, tn, name, cc.Encodings())
+					}
+				case "status", "_operation":
+					if delta || !slices.Contains(cc.Encodings(), parquet.Encodings.RLEDict) {
+						t.Errorf("%s %v: column %s encodings %v", writer, tn, name, cc.Encodings())
+					}
+				}
+			}
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if sizes["zstd"] == sizes["zstd-fastest"] {
+			t.Errorf("%s: zstd and zstd-fastest wrote %d bytes each: the level is not passed", writer, sizes["zstd"])
+		}
+	}
+}
+
 // TestTuningRefusesUnknownNames: a misspelt experiment flag is an error
 // before anything runs.
 func TestTuningRefusesUnknownNames(t *testing.T) {
 	defer func(saved tuning) { tune = saved }(tune)
-	for _, bad := range []tuning{{LimitCodec: "snapy"}, {LimitWriter: "arrow"}, {LimitPageBytes: -1}} {
+	for _, bad := range []tuning{{LimitCodec: "snapy"}, {LimitWriter: "arrow"}, {LimitPageBytes: -1}, {LimitEncoding: "delta"}} {
 		if err := bad.apply(); err == nil {
 			t.Errorf("%+v: no error", bad)
 		}
 	}
-	for _, good := range []tuning{{LimitWriter: "pqarrow"}, {LimitWriter: "pqfile", LimitCodec: "zstd"}} {
+	for _, good := range []tuning{{LimitWriter: "pqarrow"}, {LimitWriter: "pqfile", LimitCodec: "zstd"}, {LimitCodec: "zstd-fastest", LimitEncoding: "delta-int"}} {
 		if err := good.apply(); err != nil || tune != good {
 			t.Errorf("%+v: %v, tune %+v", good, err, tune)
 		}

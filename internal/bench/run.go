@@ -144,6 +144,10 @@ type tuning struct {
 	// data page size only (sink/delta keeps its own): what each would save.
 	LimitCodec     string `json:"limit_codec,omitempty"`
 	LimitPageBytes int    `json:"limit_page_bytes,omitempty"`
+	// LimitEncoding "delta-int" gives every integer and timestamp column
+	// of the limit that is not dictionary-encoded DELTA_BINARY_PACKED,
+	// ascending or not (parquetprops gives it to the ascending ones).
+	LimitEncoding string `json:"limit_encoding,omitempty"`
 	// LimitWriter "pqarrow" makes the limit arrow-go's pqarrow.FileWriter
 	// (the limit until issue 20's last round, and the one the issue names)
 	// instead of internal/pqfile, with the same properties.
@@ -157,7 +161,10 @@ const tuningEnv = "CDCSNAP_BENCH_TUNING"
 
 func (t tuning) apply() error {
 	if _, ok := limitCodecs[t.LimitCodec]; t.LimitCodec != "" && !ok {
-		return fmt.Errorf("-limit-codec %q: want one of snappy, lz4_raw, zstd, uncompressed", t.LimitCodec)
+		return fmt.Errorf("-limit-codec %q: want one of snappy, lz4_raw, zstd, zstd-fastest, uncompressed", t.LimitCodec)
+	}
+	if t.LimitEncoding != "" && t.LimitEncoding != "delta-int" {
+		return fmt.Errorf("-limit-encoding %q: want delta-int", t.LimitEncoding)
 	}
 	if t.LimitPageBytes < 0 {
 		return fmt.Errorf("-limit-page-bytes %d: must not be negative", t.LimitPageBytes)
@@ -422,24 +429,51 @@ func (s *replayReader) Next() bool {
 }
 
 // limitProps are sink/delta's writer properties (internal/parquetprops),
-// with the row-group size, codec and page size under test.
+// with the row-group size, codec, page size and encodings under test.
 func limitProps(rec arrow.RecordBatch) *parquet.WriterProperties {
 	var extra []parquet.WriterProperty
-	if tune.LimitCodec != "" {
-		extra = append(extra, parquet.WithCompression(limitCodecs[tune.LimitCodec]))
+	if c, ok := limitCodecs[tune.LimitCodec]; ok {
+		extra = append(extra, parquet.WithCompression(c.codec), parquet.WithCompressionLevel(c.level))
 	}
 	if tune.LimitPageBytes > 0 {
 		extra = append(extra, parquet.WithDataPageSize(int64(tune.LimitPageBytes)))
 	}
-	return parquetprops.ForBronze(rec, cmp.Or(tune.RowGroupRows, 1<<20), "cdcsnap bench limit", extra...)
+	rows := cmp.Or(tune.RowGroupRows, 1<<20)
+	props := parquetprops.ForBronze(rec, rows, "cdcsnap bench limit", extra...)
+	if tune.LimitEncoding != "delta-int" {
+		return props
+	}
+	// DELTA_BINARY_PACKED is defined for INT32 and INT64 only (the Parquet
+	// format's Encodings.md); a dictionary-encoded column keeps its
+	// dictionary.
+	for _, f := range rec.Schema().Fields() {
+		switch f.Type.ID() {
+		case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.TIMESTAMP, arrow.DATE32:
+			if !props.DictionaryEnabledFor(f.Name) {
+				extra = append(extra, parquet.WithEncodingFor(f.Name, parquet.Encodings.DeltaBinaryPacked))
+			}
+		}
+	}
+	return parquetprops.ForBronze(rec, rows, "cdcsnap bench limit", extra...)
 }
 
-// limitCodecs are the codecs -limit-codec can name.
-var limitCodecs = map[string]compress.Compression{
-	"snappy":       compress.Codecs.Snappy,
-	"lz4_raw":      compress.Codecs.Lz4Raw,
-	"zstd":         compress.Codecs.Zstd,
-	"uncompressed": compress.Codecs.Uncompressed,
+// limitCodec is a codec -limit-codec can name, at a compression level.
+type limitCodec struct {
+	codec compress.Compression
+	level int
+}
+
+// limitCodecs are the codecs -limit-codec can name. "zstd" is arrow-go's
+// default level, which it maps to klauspost/compress's zstd.SpeedDefault;
+// "zstd-fastest" is level 1, which zstd.EncoderLevelFromZstd maps to
+// SpeedFastest (arrow-go v18.9.0 parquet/compress/zstd.go EncodeLevel;
+// klauspost/compress v1.20.3 zstd/encoder_options.go).
+var limitCodecs = map[string]limitCodec{
+	"snappy":       {compress.Codecs.Snappy, compress.DefaultCompressionLevel},
+	"lz4_raw":      {compress.Codecs.Lz4Raw, compress.DefaultCompressionLevel},
+	"zstd":         {compress.Codecs.Zstd, compress.DefaultCompressionLevel},
+	"zstd-fastest": {compress.Codecs.Zstd, 1},
+	"uncompressed": {compress.Codecs.Uncompressed, compress.DefaultCompressionLevel},
 }
 
 // runLimit writes the IPC file's records to Parquet with sink/delta's

@@ -31,12 +31,22 @@ const RowGroupBytes = 8 << 20
 const DataPageBytes = 64 << 10
 
 // ForBronze returns Snappy-compressed properties with data pages of
-// DataPageBytes, row groups of at most rowGroupRows rows, dictionary encoding off by default and on for
-// the bronze columns with few distinct values and for columns whose first
-// batch (rec) is low-cardinality: dictionary-encoding unique columns costs
-// about half the throughput. extra is applied last, so it overrides these
-// choices (sink/delta's allocator, internal/bench's codec and page-size
-// experiments).
+// DataPageBytes, row groups of at most rowGroupRows rows, and an encoding
+// per column chosen from its first batch (rec):
+//   - dictionary for the bronze columns with few distinct values and for
+//     low-cardinality columns (dictionary-encoding unique columns costs
+//     about half the throughput);
+//   - DELTA_BINARY_PACKED for integer, date and timestamp columns whose
+//     values ascend (a snapshot file's single integer key does, being read
+//     in key order; a composite key's integer column does within a group).
+//     internal/bench measured sink/delta's files 10 % smaller for the same
+//     CPU, and faster scans in DuckDB and pyarrow (BENCHMARKS.md, "zstd at
+//     its fastest level, and the delta encodings"). Spark's vectorized
+//     reader reads it from 3.3.0 (SPARK-36879, apache/spark#34471);
+//   - PLAIN for the rest.
+//
+// extra is applied last, so it overrides these choices (sink/delta's
+// allocator, internal/bench's experiments).
 func ForBronze(rec arrow.RecordBatch, rowGroupRows int, createdBy string, extra ...parquet.WriterProperty) *parquet.WriterProperties {
 	opts := []parquet.WriterProperty{
 		parquet.WithCompression(compress.Codecs.Snappy),
@@ -46,11 +56,52 @@ func ForBronze(rec arrow.RecordBatch, rowGroupRows int, createdBy string, extra 
 		parquet.WithCreatedBy(createdBy),
 	}
 	for i, f := range rec.Schema().Fields() {
-		if AlwaysDictionary(f.Name) || lowCardinality(rec.Column(i)) {
+		switch {
+		case AlwaysDictionary(f.Name) || lowCardinality(rec.Column(i)):
 			opts = append(opts, parquet.WithDictionaryFor(f.Name, true))
+		case ascending(rec.Column(i)):
+			opts = append(opts, parquet.WithEncodingFor(f.Name, parquet.Encodings.DeltaBinaryPacked))
 		}
 	}
 	return parquet.NewWriterProperties(append(opts, extra...)...)
+}
+
+// ascending reports whether the first 4096 values of an integer, date or
+// timestamp column (Parquet's INT32 and INT64, the only types
+// DELTA_BINARY_PACKED is defined for: the Parquet format's Encodings.md)
+// never decrease, ignoring NULLs, with at least 16 present.
+func ascending(arr arrow.Array) bool {
+	var at func(i int) int64
+	switch a := arr.(type) {
+	case *array.Int8:
+		at = func(i int) int64 { return int64(a.Value(i)) }
+	case *array.Int16:
+		at = func(i int) int64 { return int64(a.Value(i)) }
+	case *array.Int32:
+		at = func(i int) int64 { return int64(a.Value(i)) }
+	case *array.Int64:
+		at = a.Value
+	case *array.Date32:
+		at = func(i int) int64 { return int64(a.Value(i)) }
+	case *array.Timestamp:
+		at = func(i int) int64 { return int64(a.Value(i)) }
+	default:
+		return false
+	}
+	present := 0
+	var last int64
+	for i := range min(arr.Len(), 4096) {
+		if arr.IsNull(i) {
+			continue
+		}
+		v := at(i)
+		if present > 0 && v < last {
+			return false
+		}
+		last = v
+		present++
+	}
+	return present >= 16
 }
 
 // AlwaysDictionary reports the bronze columns with few distinct values

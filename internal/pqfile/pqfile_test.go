@@ -66,13 +66,25 @@ func randomScenario(r *rand.Rand) *scenario {
 	dictLimit := int64(1024 << r.IntN(8)) // small limits make dictionaries fall back
 	maxRows := int64(1 + r.IntN(3000))
 	batchSize := int64(64 << r.IntN(6))
+	// Some integer columns are DELTA_BINARY_PACKED, as parquetprops
+	// chooses for ascending ones.
+	var encodings []parquet.WriterProperty
+	for _, f := range fields {
+		switch f.Type.ID() {
+		case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.DATE32, arrow.TIMESTAMP:
+			if r.IntN(2) == 0 {
+				encodings = append(encodings, parquet.WithDictionaryFor(f.Name, false),
+					parquet.WithEncodingFor(f.Name, parquet.Encodings.DeltaBinaryPacked))
+			}
+		}
+	}
 	sc := &scenario{schema: s, props: func(extra ...parquet.WriterProperty) *parquet.WriterProperties {
-		return parquet.NewWriterProperties(append([]parquet.WriterProperty{
+		return parquet.NewWriterProperties(append(append([]parquet.WriterProperty{
 			parquet.WithCompression(codec), parquet.WithDictionaryDefault(dictDefault),
 			parquet.WithDataPageSize(pageBytes), parquet.WithDictionaryPageSizeLimit(dictLimit),
 			parquet.WithMaxRowGroupLength(maxRows), parquet.WithBatchSize(batchSize),
 			parquet.WithCreatedBy("pqfile test"),
-		}, extra...)...)
+		}, encodings...), extra...)...)
 	}}
 	for range 1 + r.IntN(6) {
 		// Sizes at and around the row-group length reach its boundaries.

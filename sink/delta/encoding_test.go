@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -16,7 +17,8 @@ import (
 
 // TestParquetEncoding: snappy everywhere, dictionary pages on the bronze
 // columns with few values and on repetitive captured columns, none on
-// unique ones, and INT64 timestamps (never INT96).
+// unique ones, DELTA_BINARY_PACKED on the ascending integer and timestamp
+// columns only, and INT64 timestamps (never INT96).
 func TestParquetEncoding(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -53,7 +55,44 @@ func TestParquetEncoding(t *testing.T) {
 		if w, ok := want[name]; ok && cc.HasDictionaryPage() != w {
 			t.Errorf("%s: dictionary page %v, want %v", name, cc.HasDictionaryPage(), w)
 		}
+		// id and created ascend (created with NULLs); the rest do not,
+		// or are not integers.
+		delta := slices.Contains(cc.Encodings(), parquet.Encodings.DeltaBinaryPacked)
+		if want := name == "id" || name == "created"; delta != want {
+			t.Errorf("%s: encodings %v, DELTA_BINARY_PACKED wanted %v", name, cc.Encodings(), want)
+		}
 	}
+}
+
+// deltaEncoded returns the columns of the table's data files that hold
+// DELTA_BINARY_PACKED pages, so reader tests can show they read some.
+func deltaEncoded(t *testing.T, tb *Table, dir string) map[string]bool {
+	t.Helper()
+	files, err := tb.Files(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, f := range files {
+		pf, err := file.OpenParquetFile(filepath.Join(dir, f.Path), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for g := range pf.NumRowGroups() {
+			rg := pf.MetaData().RowGroup(g)
+			for i := range rg.NumColumns() {
+				cc, err := rg.ColumnChunk(i)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if slices.Contains(cc.Encodings(), parquet.Encodings.DeltaBinaryPacked) {
+					out[cc.PathInSchema().String()] = true
+				}
+			}
+		}
+		pf.Close()
+	}
+	return out
 }
 
 // TestRefusesForeignSchema: a partitioned table of another schema (a copy of the

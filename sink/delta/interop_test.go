@@ -47,6 +47,14 @@ func TestInterop(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The snapshot's ascending columns are delta-encoded, so the checks
+	// below show delta-rs (and DuckDB, at the end) reading that encoding.
+	delta := deltaEncoded(t, tb, dir)
+	for _, c := range []string{"id", "created", "day", "qty"} {
+		if !delta[c] {
+			t.Errorf("no DELTA_BINARY_PACKED pages in column %s", c)
+		}
+	}
 	var v1 verifyOut
 	runPython(t, py, &v1, "verify", dir)
 	if v1.Version != 1 || v1.NumRows != 120 {
