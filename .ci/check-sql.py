@@ -4,7 +4,7 @@ project's own rules.
 
 Usage: check-sql.py PATH [PATH ...]
   Each PATH is a golden file or a folder searched for *.sql files
-  (source/sqlserver/testdata). Entries look like:
+  (internal/mssqlstmt/testdata). Entries look like:
 
     -- name: pieces/int/first
     -- @p1 = bigint 100

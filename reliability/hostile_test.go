@@ -15,13 +15,13 @@ import (
 	"gocloud.dev/blob/memblob"
 
 	"github.com/cdcsnap/cdcsnap/fake"
+	"github.com/cdcsnap/cdcsnap/internal/mssqlstmt"
 	"github.com/cdcsnap/cdcsnap/internal/testworld"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 	"github.com/cdcsnap/cdcsnap/source"
-	"github.com/cdcsnap/cdcsnap/source/sqlserver"
 )
 
 // keys lists every object of a bucket, sorted.
@@ -138,21 +138,21 @@ func TestHostileCaptureInstanceNames(t *testing.T) {
 		tb2.Close()
 
 		// SQL Server statements: a parameter, or QUOTENAME's quoting.
-		if st := sqlserver.CapturedColumnsStatement(name); strings.Contains(st.SQL, name) || !slices.Contains(st.Args, any(name)) {
+		if st := mssqlstmt.CapturedColumnsStatement(name); strings.Contains(st.SQL, name) || !slices.Contains(st.Args, any(name)) {
 			t.Errorf("instance %q: captured-columns statement inlines the name: %q", name, st.SQL)
 		}
-		if st := sqlserver.MinLSNStatement(name); strings.Contains(st.SQL, name) {
+		if st := mssqlstmt.MinLSNStatement(name); strings.Contains(st.SQL, name) {
 			t.Errorf("instance %q: min-LSN statement inlines the name: %q", name, st.SQL)
 		}
 		ci, err := db.CaptureInstance(ctx, name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := sqlserver.ChangesStatement(ci, res.LSN, res.LSN)
+		st, err := mssqlstmt.ChangesStatement(ci, res.LSN, res.LSN)
 		if err != nil {
 			t.Logf("instance %q: changes statement refused: %v", name, err)
 		} else {
-			q, err := sqlserver.QuoteName("fn_cdc_get_all_changes_" + name)
+			q, err := mssqlstmt.QuoteName("fn_cdc_get_all_changes_" + name)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cdcsnap/cdcsnap/database"
 	"github.com/cdcsnap/cdcsnap/fake"
+	"github.com/cdcsnap/cdcsnap/internal/mssqlstmt"
 	"github.com/cdcsnap/cdcsnap/internal/tdsfake"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/source"
@@ -64,8 +65,8 @@ func TestListCaptureInstancesOverTheWire(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		if reqs := srv.Requests()[sent:]; len(reqs) != 1 || reqs[0].SQL != sqlserver.ListCaptureInstancesStatement().SQL {
-			t.Fatalf("%s: sent %d requests, want one %q", what, len(reqs), sqlserver.ListCaptureInstancesStatement().SQL)
+		if reqs := srv.Requests()[sent:]; len(reqs) != 1 || reqs[0].SQL != mssqlstmt.ListCaptureInstancesStatement().SQL {
+			t.Fatalf("%s: sent %d requests, want one %q", what, len(reqs), mssqlstmt.ListCaptureInstancesStatement().SQL)
 		}
 		if g, w := listed(got), listed(want); !slices.Equal(g, w) || len(g) != wantN {
 			t.Fatalf("%s: over the wire\n%s\nwant %d:\n%s", what, strings.Join(g, "\n"), wantN, strings.Join(w, "\n"))

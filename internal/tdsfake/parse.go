@@ -6,15 +6,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cdcsnap/cdcsnap/internal/mssqlstmt"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/source"
-	"github.com/cdcsnap/cdcsnap/source/sqlserver"
 )
 
-// The statements source/sqlserver builds (stmt.go, pinned by its golden
-// files) are a small dialect of T-SQL; this file reads them back. It parses
-// only that dialect: anything else is an error naming what it met, which
-// the server answers as SQL Server answers a statement it cannot compile.
+// The statements source/sqlserver sends (built by internal/mssqlstmt,
+// pinned by its golden files) are a small dialect of T-SQL; this file reads
+// them back. It parses only that dialect: anything else is an error naming
+// what it met, which the server answers as SQL Server answers a statement
+// it cannot compile.
 
 // splitTop splits s at sep where sep is outside parentheses, brackets and
 // N” literals.
@@ -263,7 +264,7 @@ func newTable(ci *source.CaptureInstance) (*table, error) {
 			return nil, fmt.Errorf("key column %q is not captured", k)
 		}
 		t.key = append(t.key, c)
-		q, err := sqlserver.QuoteName(k)
+		q, err := mssqlstmt.QuoteName(k)
 		if err != nil {
 			return nil, err
 		}

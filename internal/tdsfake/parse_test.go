@@ -10,17 +10,17 @@ import (
 	mssql "github.com/microsoft/go-mssqldb"
 
 	"github.com/cdcsnap/cdcsnap/fake"
+	"github.com/cdcsnap/cdcsnap/internal/mssqlstmt"
 	"github.com/cdcsnap/cdcsnap/internal/testworld"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/source"
-	"github.com/cdcsnap/cdcsnap/source/sqlserver"
 )
 
 // wireArgs turns a Stmt's arguments into the values a TDS server decodes
 // from them (internal/tdsserver.Param.Value): civil and datetimeoffset
 // types become time.Time.
-func wireArgs(st sqlserver.Stmt) args {
+func wireArgs(st mssqlstmt.Stmt) args {
 	a := args{}
 	for i, v := range st.Args {
 		switch x := v.(type) {
@@ -92,7 +92,7 @@ func TestParsedPiecesHoldWhatTheRangeHolds(t *testing.T) {
 				}
 			}
 			rg := keyrange.Range{Lower: lo, Upper: hi}
-			st, err := sqlserver.ReadRangeStatement(ci, rg)
+			st, err := mssqlstmt.ReadRangeStatement(ci, rg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,16 +138,16 @@ func FuzzStatementParsers(f *testing.F) {
 	ci := &source.CaptureInstance{Name: "dbo_t", SourceSchema: "dbo", SourceTable: "t", Key: []string{"a", "b"}, Columns: []source.Column{
 		{Name: "a", Type: "int", Nullable: true}, {Name: "b", Type: "varchar", Length: 8, Collation: "Latin1_General_CI_AS", CodePage: 1252, Nullable: true}}}
 	for _, rg := range []keyrange.Range{{}, {Lower: keyrange.Tuple{int64(1), "n"}, Upper: keyrange.Tuple{int64(1), "N"}}, {Lower: keyrange.Tuple{nil, "a"}, Upper: keyrange.Tuple{int64(2), nil}}} {
-		st, err := sqlserver.ReadRangeStatement(ci, rg)
+		st, err := mssqlstmt.ReadRangeStatement(ci, rg)
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(st.SQL, int64(1), "n")
-		if st, err = sqlserver.SeekKeyStatement(ci, rg.Lower, 3); err == nil {
+		if st, err = mssqlstmt.SeekKeyStatement(ci, rg.Lower, 3); err == nil {
 			f.Add(st.SQL, int64(2), "x")
 		}
 	}
-	if st, err := sqlserver.ChangeTableStatement(ci, lsnOne, lsnOne); err == nil {
+	if st, err := mssqlstmt.ChangeTableStatement(ci, lsnOne, lsnOne); err == nil {
 		f.Add(st.SQL, int64(0), "")
 	}
 	split, err := ci.SplitOn("b")
@@ -157,7 +157,7 @@ func FuzzStatementParsers(f *testing.F) {
 		split = &cp
 	}
 	for _, from := range []keyrange.Tuple{nil, {nil}, {"n"}} {
-		if st, err := sqlserver.SeekKeyStatement(split, from, 4); err == nil {
+		if st, err := mssqlstmt.SeekKeyStatement(split, from, 4); err == nil {
 			f.Add(st.SQL, int64(4), "n")
 		}
 	}
@@ -233,7 +233,7 @@ func TestParseSeekBeyond(t *testing.T) {
 		{Name: "a", Type: "int"}, {Name: "b", Type: "varchar", Length: 8, Collation: "Latin1_General_100_CI_AS_SC_UTF8", CodePage: 65001, Nullable: true}}}
 	cp := *ci
 	cp.Key, cp.KeyIndex = []string{"b"}, &source.Index{Name: "IX_b", Columns: []string{"b"}}
-	st, err := sqlserver.SeekKeyStatement(&cp, keyrange.Tuple{"n"}, 4)
+	st, err := mssqlstmt.SeekKeyStatement(&cp, keyrange.Tuple{"n"}, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestParseSeekBeyond(t *testing.T) {
 	if got := columnsNamed(r.where); len(got) != 1 || got[0] != "b" {
 		t.Fatalf("the pieces name %v, want [b]", got)
 	}
-	unique, err := sqlserver.SeekKeyStatement(ci, keyrange.Tuple{int64(3)}, 4)
+	unique, err := mssqlstmt.SeekKeyStatement(ci, keyrange.Tuple{int64(3)}, 4)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cdcsnap/cdcsnap/fake"
+	"github.com/cdcsnap/cdcsnap/internal/mssqlstmt"
 	"github.com/cdcsnap/cdcsnap/internal/tdsfake"
 	"github.com/cdcsnap/cdcsnap/internal/tdsserver"
 	"github.com/cdcsnap/cdcsnap/keyrange"
@@ -127,7 +128,7 @@ func TestReadOnAReplicaBehindTheSnapshotIsRefused(t *testing.T) {
 	var check, rd uint64
 	for _, r := range srv.Requests()[before:] {
 		switch {
-		case r.SQL == sqlserver.MaxLSNStatement().SQL:
+		case r.SQL == mssqlstmt.MaxLSNStatement().SQL:
 			check = r.ConnID
 		case strings.HasPrefix(r.SQL, "SELECT [id]"):
 			if check == 0 {
@@ -184,7 +185,7 @@ func TestReadChangesAsksOneConnection(t *testing.T) {
 	}
 	conns := map[uint64][]string{}
 	for _, r := range srv.Requests()[before:] {
-		if r.SQL == sqlserver.MinLSNStatement("").SQL || r.SQL == sqlserver.MaxLSNStatement().SQL || strings.Contains(r.SQL, " FROM [cdc].") {
+		if r.SQL == mssqlstmt.MinLSNStatement("").SQL || r.SQL == mssqlstmt.MaxLSNStatement().SQL || strings.Contains(r.SQL, " FROM [cdc].") {
 			conns[r.ConnID] = append(conns[r.ConnID], clipSQL(r.SQL))
 		}
 	}
@@ -234,7 +235,7 @@ func TestSnapshotOnALaggingReplicaOverTheWire(t *testing.T) {
 		// isolation level (an integer key plans without seeks): from
 		// there on, connections reach the lagging replica.
 		BeforeServe: func(_ context.Context, sql string) {
-			if sql == sqlserver.IsolationStatement(source.ReadCommitted).SQL {
+			if sql == mssqlstmt.IsolationStatement(source.ReadCommitted).SQL {
 				reading.Store(true)
 			}
 		},

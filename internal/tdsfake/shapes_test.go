@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cdcsnap/cdcsnap/internal/mssqldocs"
+	"github.com/cdcsnap/cdcsnap/internal/mssqlstmt"
 	"github.com/cdcsnap/cdcsnap/internal/tdsfake"
 	"github.com/cdcsnap/cdcsnap/source/sqlserver"
 )
@@ -20,17 +21,17 @@ func TestResultShapesAreTheDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spaceUsed, err := sqlserver.RowCountStatement(ci)
+	spaceUsed, err := mssqlstmt.RowCountStatement(ci)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name string
-		stmt sqlserver.Stmt
+		stmt mssqlstmt.Stmt
 		want []mssqldocs.Column
 	}{
-		{"sp_cdc_help_change_data_capture", sqlserver.ListCaptureInstancesStatement(), mssqldocs.HelpChangeDataCapture},
-		{"sp_cdc_get_captured_columns", sqlserver.CapturedColumnsStatement("dbo_big"), mssqldocs.CapturedColumns},
+		{"sp_cdc_help_change_data_capture", mssqlstmt.ListCaptureInstancesStatement(), mssqldocs.HelpChangeDataCapture},
+		{"sp_cdc_get_captured_columns", mssqlstmt.CapturedColumnsStatement("dbo_big"), mssqldocs.CapturedColumns},
 		{"sp_spaceused", spaceUsed, mssqldocs.SpaceUsed},
 	} {
 		rows, err := sdb.QueryContext(context.Background(), tc.stmt.SQL, tc.stmt.Args...)

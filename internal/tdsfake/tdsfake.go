@@ -1,11 +1,11 @@
 // Package tdsfake serves a fake.DB to SQL Server clients over TDS, so that
 // source/sqlserver and go-mssqldb run whole snapshots, chunked backfills and
 // change polling against the fake, through the wire. It answers exactly the
-// statements source/sqlserver sends (stmt.go, pinned by its golden files):
-// it parses their text and parameters back (parse.go) and answers from the
-// fake's state, with result sets shaped as SQL Server documents them
-// (internal/mssqldocs, source/sqlserver/FACTS.md), never as the fake's Go
-// structs are. Any other statement gets an error naming it.
+// statements source/sqlserver sends (built by internal/mssqlstmt, pinned by
+// its golden files): it parses their text and parameters back (parse.go)
+// and answers from the fake's state, with result sets shaped as SQL Server
+// documents them (internal/mssqldocs, source/sqlserver/FACTS.md), never as
+// the fake's Go structs are. Any other statement gets an error naming it.
 //
 // It models what the facts register says SQL Server does where the
 // statements depend on it: error 313 from the change function for an
@@ -33,11 +33,11 @@ import (
 
 	"github.com/cdcsnap/cdcsnap/fake"
 	"github.com/cdcsnap/cdcsnap/internal/mssqldocs"
+	"github.com/cdcsnap/cdcsnap/internal/mssqlstmt"
 	"github.com/cdcsnap/cdcsnap/internal/tdsserver"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/source"
-	"github.com/cdcsnap/cdcsnap/source/sqlserver"
 )
 
 // Options configure a Server. The zero value serves every statement as a
@@ -112,17 +112,17 @@ type handler struct {
 
 // Fixed texts of the statements that take no names.
 var (
-	sqlList         = sqlserver.ListCaptureInstancesStatement().SQL
-	sqlCaptured     = sqlserver.CapturedColumnsStatement("").SQL
-	sqlColumns      = sqlserver.ColumnsStatement(0).SQL
-	sqlIndexes      = sqlserver.IndexesStatement(0).SQL
-	sqlProbe        = sqlserver.GUIDProbeStatement().SQL
-	sqlNow          = sqlserver.ServerNowStatement().SQL
-	sqlMaxLSN       = sqlserver.MaxLSNStatement().SQL
-	sqlMinLSN       = sqlserver.MinLSNStatement("").SQL
-	sqlLSNTime      = sqlserver.LSNTimeStatement(lsn.LSN{}).SQL
-	sqlReadCommited = sqlserver.IsolationStatement(source.ReadCommitted).SQL
-	sqlSnapshot     = sqlserver.IsolationStatement(source.Snapshot).SQL
+	sqlList         = mssqlstmt.ListCaptureInstancesStatement().SQL
+	sqlCaptured     = mssqlstmt.CapturedColumnsStatement("").SQL
+	sqlColumns      = mssqlstmt.ColumnsStatement(0).SQL
+	sqlIndexes      = mssqlstmt.IndexesStatement(0).SQL
+	sqlProbe        = mssqlstmt.GUIDProbeStatement().SQL
+	sqlNow          = mssqlstmt.ServerNowStatement().SQL
+	sqlMaxLSN       = mssqlstmt.MaxLSNStatement().SQL
+	sqlMinLSN       = mssqlstmt.MinLSNStatement("").SQL
+	sqlLSNTime      = mssqlstmt.LSNTimeStatement(lsn.LSN{}).SQL
+	sqlReadCommited = mssqlstmt.IsolationStatement(source.ReadCommitted).SQL
+	sqlSnapshot     = mssqlstmt.IsolationStatement(source.Snapshot).SQL
 	sqlPing         = "select 1;"
 )
 
@@ -303,7 +303,7 @@ func (h *handler) onTable(ctx context.Context, schema, name string) (*source.Cap
 func quotedList(names []string) string {
 	var q []string
 	for _, n := range names {
-		s, _ := sqlserver.QuoteName(n)
+		s, _ := mssqlstmt.QuoteName(n)
 		q = append(q, s)
 	}
 	return strings.Join(q, ", ")

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 
+	"github.com/cdcsnap/cdcsnap/internal/mssqlstmt"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/source"
@@ -576,7 +577,7 @@ func capturedDecoder(schema *arrow.Schema, cols []source.Column, o decodeOptions
 			return nil, 0, err
 		}
 		d.apps = append(d.apps, a)
-		if _, read := readExpr(c, "", ""); !read {
+		if !mssqlstmt.IsRead(c) {
 			d.src = append(d.src, -1)
 			continue
 		}

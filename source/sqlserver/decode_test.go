@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 
+	"github.com/cdcsnap/cdcsnap/internal/mssqlstmt"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/source"
@@ -294,7 +295,8 @@ func TestKeyValues(t *testing.T) {
 			t.Errorf("%s: got %#v want %#v (%v)", tc.decl, got, tc.want, err)
 		}
 		// Every key value binds back as a bound.
-		if _, _, err := boundExpr(withCollation(c), got, "@p1"); err != nil {
+		ci := &source.CaptureInstance{Name: "dbo_t", SourceSchema: "dbo", SourceTable: "t", Key: []string{"k"}, Columns: []source.Column{withCollation(c)}}
+		if _, err := mssqlstmt.ReadRangeStatement(ci, keyrange.Range{Lower: keyrange.Tuple{got}}); err != nil {
 			t.Errorf("%s: bound: %v", tc.decl, err)
 		}
 	}

@@ -51,18 +51,18 @@
 //
 // # Statements
 //
-// Every statement is built by a pure function (ReadRangeStatement,
-// SeekKeyStatement, ChangesStatement, ...) returning a Stmt: T-SQL text and
-// parameter values. Names are bracket-quoted as QUOTENAME quotes them;
-// every value is a parameter; the only types written into the text are
-// CAST targets rebuilt from the captured-column metadata and checked by
-// InlineType, and the only other inlined names are collations checked by
-// ValidCollation. A key bound is CAST(@pN AS <declared type>), and a
-// char/varchar bound CAST(@pN COLLATE <column collation> AS varchar(n)), so
-// the comparison keeps the column's type (an index seek, no
-// CONVERT_IMPLICIT) and converts in the column's code page. Every
-// statement the package can emit is pinned in testdata/*.sql and checked by
-// .ci/check-sql.py with a T-SQL parser.
+// Every statement is built by a pure function of the capture instance and
+// its bounds (internal/mssqlstmt). Names are bracket-quoted as QUOTENAME
+// quotes them; every value is a parameter; the only types written into the
+// text are CAST targets rebuilt from the captured-column metadata and
+// checked against an allowlist, and the only other inlined names are
+// collations of letters, digits and underscores. A key bound is
+// CAST(@pN AS <declared type>), and a char/varchar bound CAST(@pN COLLATE
+// <column collation> AS varchar(n)), so the comparison keeps the column's
+// type (an index seek, no CONVERT_IMPLICIT) and converts in the column's
+// code page. Every statement the package can emit is pinned in
+// internal/mssqlstmt/testdata/*.sql and checked by .ci/check-sql.py with a
+// T-SQL parser.
 //
 // A range of keys is read as the UNION ALL of its seekable pieces
 // (keyrange.Pieces), with keyrange's NULL-first order: "key < v" is
@@ -100,7 +100,7 @@
 // it. Range predicates are on values (lower bound inclusive, upper
 // exclusive, NULL below every value), so consecutive ranges hold every
 // row exactly once however often a value repeats (FACTS.md F58). Only
-// the seek changes: for a key that is not unique SeekKeyStatement returns
+// the seek changes: for a key that is not unique the seek returns
 // the smallest key at or above the (k+1)-th and above from, with one more
 // TOP (1) seek through CROSS APPLY (F38), so a bound never repeats and a
 // run of one value longer than a range stays in one range. A heap

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/cdcsnap/cdcsnap/internal/mssqldocs"
+	"github.com/cdcsnap/cdcsnap/internal/mssqlstmt"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/source"
@@ -98,7 +99,7 @@ func docScalar(v any) ([]string, [][]any) { return []string{""}, [][]any{{v}} }
 // uniqueidentifier: SQL Server's mixed-endian layout by default, RFC order
 // with "guid conversion=true" (FACTS.md F44).
 func docProbeGUID(guidConversion bool) []byte {
-	u, _ := keyrange.ParseUUID(guidProbe)
+	u, _ := keyrange.ParseUUID(mssqlstmt.GUIDProbe)
 	if guidConversion {
 		return u[:]
 	}

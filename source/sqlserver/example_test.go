@@ -1,73 +1,61 @@
 package sqlserver_test
 
 import (
+	"context"
 	"fmt"
 
-	"github.com/cdcsnap/cdcsnap/keyrange"
-	"github.com/cdcsnap/cdcsnap/source"
+	"github.com/cdcsnap/cdcsnap/fake"
+	"github.com/cdcsnap/cdcsnap/internal/tdsfake"
 	"github.com/cdcsnap/cdcsnap/source/sqlserver"
 )
 
-// Statements are built without a server: here the read of one range of a
-// table keyed by a Greek_CI_AS varchar column and an integer.
+// Open a database through go-mssqldb and list the capture instances the
+// login can read. Here the server is the project's TDS fake on loopback;
+// give Open your own SQL Server's DSN instead.
 func Example() {
-	ci := &source.CaptureInstance{
-		Name: "dbo_snap_greek", SourceSchema: "dbo", SourceTable: "snap_greek",
-		Key: []string{"name", "id"},
-		Columns: []source.Column{
-			{Name: "name", Type: "varchar", Length: 20, Collation: "Greek_CI_AS", CodePage: 1253},
-			{Name: "id", Type: "int"},
-		},
+	ctx := context.Background()
+	db := fake.New(fake.Options{})
+	if err := db.CreateTable(fake.TableDef{
+		Schema: "dbo", Name: "orders", CaptureInstance: "dbo_orders", Key: []string{"id"},
+		Columns: []fake.ColumnDef{{Name: "id", Type: "bigint"}, {Name: "note", Type: "nvarchar(20)", Nullable: true}},
+		Rows:    []fake.Row{{int64(1), "first"}},
+	}); err != nil {
+		fmt.Println(err)
+		return
 	}
-	r := keyrange.Range{Lower: keyrange.Tuple{"Άλφα", int64(1)}, Upper: keyrange.Tuple{"Δέλτα", int64(7)}}
-	st, err := sqlserver.ReadRangeStatement(ci, r)
+	srv, err := tdsfake.Start(ctx, db, tdsfake.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(st.SQL)
-	for i, a := range st.Args {
-		fmt.Printf("@p%d = %v\n", i+1, a)
+	defer srv.Close()
+
+	sdb, err := sqlserver.Open(srv.DSN("cdcsnap"))
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
-	fmt.Println(sqlserver.RedactDSN("sqlserver://cdc:S3cret@db:1433?database=shop"))
+	defer sdb.Close()
+	src, err := sqlserver.New(sdb, sqlserver.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	cis, err := src.ListCaptureInstances(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, ci := range cis {
+		fmt.Printf("%s: [%s].[%s] keyed by %v\n", ci.Name, ci.SourceSchema, ci.SourceTable, ci.Key)
+	}
 	// Output:
-	// SELECT [name], [id] FROM [dbo].[snap_greek] WHERE [name] = CAST(@p1 COLLATE Greek_CI_AS AS varchar(20)) AND [id] >= CAST(@p2 AS int) AND (([name] < CAST(@p3 COLLATE Greek_CI_AS AS varchar(20))) OR ([name] = CAST(@p3 COLLATE Greek_CI_AS AS varchar(20)) AND [id] < CAST(@p4 AS int)))
-	// UNION ALL
-	// SELECT [name], [id] FROM [dbo].[snap_greek] WHERE [name] > CAST(@p1 COLLATE Greek_CI_AS AS varchar(20)) AND [name] < CAST(@p3 COLLATE Greek_CI_AS AS varchar(20))
-	// UNION ALL
-	// SELECT [name], [id] FROM [dbo].[snap_greek] WHERE [name] = CAST(@p3 COLLATE Greek_CI_AS AS varchar(20)) AND [id] < CAST(@p4 AS int) AND [name] > CAST(@p1 COLLATE Greek_CI_AS AS varchar(20))
-	// @p1 = Άλφα
-	// @p2 = 1
-	// @p3 = Δέλτα
-	// @p4 = 7
-	// sqlserver://cdc:xxxxx@db:1433?database=shop
+	// dbo_orders: [dbo].[orders] keyed by [id]
 }
 
-// The seek of a split column whose values repeat: the (k+1)-th key, then
-// the first key at or above it and above from, so the next range starts
-// past every duplicate of from.
-func ExampleSeekKeyStatement_splitColumn() {
-	ci := &source.CaptureInstance{
-		Name: "dbo_events", SourceSchema: "dbo", SourceTable: "events", Heap: true,
-		Columns: []source.Column{{Name: "region", Type: "int", Nullable: true}, {Name: "payload", Type: "nvarchar", Length: -1, Nullable: true}},
-		Indexes: []source.Index{{Name: "IX_events_region", Columns: []string{"region"}}},
-	}
-	split, err := ci.SplitOn("region")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	st, err := sqlserver.SeekKeyStatement(split, keyrange.Tuple{int64(7)}, 1000)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Println(st.SQL)
-	fmt.Println(st.Args...)
+// A DSN with its password replaced, for logs and error messages.
+func ExampleRedactDSN() {
+	fmt.Println(sqlserver.RedactDSN("sqlserver://cdc:S3cret@db:1433?database=shop"))
 	// Output:
-	// SELECT [n].[region] FROM (SELECT [s].[region] FROM (
-	// SELECT [q0].[region] FROM (SELECT TOP (@p1) [region] FROM [dbo].[events] WHERE [region] >= CAST(@p2 AS int) ORDER BY [region]) AS [q0]
-	// ) AS [s] ORDER BY [s].[region] OFFSET @p3 ROWS FETCH NEXT 1 ROWS ONLY) AS [v]
-	// CROSS APPLY (SELECT TOP (@p4) [t].[region] FROM [dbo].[events] AS [t] WHERE [t].[region] > CAST(@p2 AS int) AND ([v].[region] IS NULL OR [t].[region] >= [v].[region]) ORDER BY [t].[region]) AS [n]
-	// 1001 7 1000 1
+	// sqlserver://cdc:xxxxx@db:1433?database=shop
 }

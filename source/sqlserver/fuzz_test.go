@@ -9,6 +9,7 @@ import (
 
 	"github.com/microsoft/go-mssqldb/msdsn"
 
+	"github.com/cdcsnap/cdcsnap/internal/mssqlstmt"
 	"github.com/cdcsnap/cdcsnap/source"
 )
 
@@ -81,19 +82,19 @@ func FuzzTimeText(f *testing.F) {
 	})
 }
 
-// FuzzQuotedList: ParseQuotedList never panics and reads back any list of
+// FuzzQuotedList: parseQuotedList never panics and reads back any list of
 // names quoted with QuoteName.
 func FuzzQuotedList(f *testing.F) {
 	f.Add("[id], [a]]b]", "x]y", "ü, v")
 	f.Add("", "a", "b")
 	f.Fuzz(func(t *testing.T, raw, a, b string) {
-		_, _ = ParseQuotedList(raw)
-		qa, err1 := QuoteName(a)
-		qb, err2 := QuoteName(b)
+		_, _ = parseQuotedList(raw)
+		qa, err1 := mssqlstmt.QuoteName(a)
+		qb, err2 := mssqlstmt.QuoteName(b)
 		if err1 != nil || err2 != nil {
 			return
 		}
-		got, err := ParseQuotedList(qa + ", " + qb)
+		got, err := parseQuotedList(qa + ", " + qb)
 		if err != nil || len(got) != 2 || got[0] != a || got[1] != b {
 			t.Fatalf("%q, %q -> %q, %v", a, b, got, err)
 		}
@@ -254,7 +255,7 @@ func FuzzResultSets(f *testing.F) {
 			if c.Length == 0 || c.Type == "" {
 				continue // unknown length or type: never inlined (InlineType refuses it)
 			}
-			if decl, err := InlineType(c); err == nil {
+			if decl, err := mssqlstmt.InlineType(c); err == nil {
 				back, err := source.ParseType(decl)
 				if err != nil || back.Declared() != decl {
 					t.Fatalf("column %+v: inlined as %q, which parses back as %q (%v)", c, decl, back.Declared(), err)

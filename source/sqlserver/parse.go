@@ -12,6 +12,7 @@ import (
 
 	mssql "github.com/microsoft/go-mssqldb"
 
+	"github.com/cdcsnap/cdcsnap/internal/mssqlstmt"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/source"
@@ -132,7 +133,7 @@ func parseCaptureInstances(rs resultSet) ([]captureRow, error) {
 		if err != nil {
 			return nil, err
 		}
-		if c.Instance.Key, err = ParseQuotedList(list); err != nil {
+		if c.Instance.Key, err = parseQuotedList(list); err != nil {
 			return nil, fmt.Errorf("sqlserver: %s: index_column_list of %q: %w", what, c.Instance.Name, err)
 		}
 		out = append(out, c)
@@ -309,7 +310,7 @@ func applyColumnInfo(cols []source.Column, rs resultSet) ([]source.Column, error
 		if in.collation, err = asString(what, row[idx["collation_name"]]); err != nil {
 			return nil, err
 		}
-		if in.collation != "" && !ValidCollation(in.collation) {
+		if in.collation != "" && !mssqlstmt.ValidCollation(in.collation) {
 			return nil, fmt.Errorf("sqlserver: %s: column %q: collation %q is not a collation name", what, n, in.collation)
 		}
 		for _, b := range []struct {
@@ -475,14 +476,14 @@ func parseGUIDProbe(rs resultSet) (bool, error) {
 	if !ok || len(b) != 16 {
 		return false, fmt.Errorf("sqlserver: %s: want 16 bytes, have %T %v", what, v, v)
 	}
-	want, _ := keyrange.ParseUUID(guidProbe)
+	want, _ := keyrange.ParseUUID(mssqlstmt.GUIDProbe)
 	switch {
 	case bytes.Equal(b, want[:]):
 		return true, nil
 	case bytes.Equal(b, want.SQLServerBytes()):
 		return false, nil
 	}
-	return false, fmt.Errorf("sqlserver: %s: %s came back as %x, in neither byte order", what, guidProbe, b)
+	return false, fmt.Errorf("sqlserver: %s: %s came back as %x, in neither byte order", what, mssqlstmt.GUIDProbe, b)
 }
 
 // parseServerNow reads the result of ServerNowStatement as the server's
@@ -652,4 +653,71 @@ func isServerError(err error, n int32) bool {
 		}
 	}
 	return false
+}
+
+// parseQuotedList splits a comma-separated list of bracket-quoted names, as
+// sys.sp_cdc_help_change_data_capture returns index_column_list and
+// captured_column_list ("[id], [a]]b], [c,d]"). Unquoted names are accepted
+// too (trimmed of spaces). An empty or blank list is no names.
+func parseQuotedList(s string) ([]string, error) {
+	var out []string
+	i := 0
+	skipSpace := func() {
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n') {
+			i++
+		}
+	}
+	skipSpace()
+	if i == len(s) {
+		return nil, nil
+	}
+	for {
+		skipSpace()
+		if i == len(s) {
+			return nil, fmt.Errorf("sqlserver: column list %q: missing name after ','", s)
+		}
+		var name strings.Builder
+		if s[i] == '[' {
+			i++
+			closed := false
+			for i < len(s) {
+				if s[i] == ']' {
+					if i+1 < len(s) && s[i+1] == ']' {
+						name.WriteByte(']')
+						i += 2
+						continue
+					}
+					i++
+					closed = true
+					break
+				}
+				name.WriteByte(s[i])
+				i++
+			}
+			if !closed {
+				return nil, fmt.Errorf("sqlserver: column list %q: unterminated [", s)
+			}
+		} else {
+			start := i
+			for i < len(s) && s[i] != ',' {
+				if s[i] == '[' || s[i] == ']' {
+					return nil, fmt.Errorf("sqlserver: column list %q: bracket inside an unquoted name", s)
+				}
+				i++
+			}
+			name.WriteString(strings.TrimRight(s[start:i], " \t\r\n"))
+		}
+		if name.Len() == 0 {
+			return nil, fmt.Errorf("sqlserver: column list %q: empty name", s)
+		}
+		out = append(out, name.String())
+		skipSpace()
+		if i == len(s) {
+			return out, nil
+		}
+		if s[i] != ',' {
+			return nil, fmt.Errorf("sqlserver: column list %q: want ',' at byte %d", s, i)
+		}
+		i++
+	}
 }

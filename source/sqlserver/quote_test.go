@@ -7,31 +7,8 @@ import (
 	"github.com/microsoft/go-mssqldb/msdsn"
 )
 
-func TestQuoteName(t *testing.T) {
-	for in, want := range map[string]string{
-		"orders":     "[orders]",
-		"a]b":        "[a]]b]",
-		"]]":         "[]]]]]",
-		"a b 'c\" [": "[a b 'c\" []",
-		"Ördersё":    "[Ördersё]",
-	} {
-		got, err := QuoteName(in)
-		if err != nil || got != want {
-			t.Errorf("QuoteName(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", strings.Repeat("x", 129), "a\x00b", "\xff"} {
-		if _, err := QuoteName(bad); err == nil {
-			t.Errorf("QuoteName(%q) accepted", bad)
-		}
-	}
-	if _, err := QuoteName(strings.Repeat("ё", 128)); err != nil {
-		t.Errorf("128 characters refused: %v", err)
-	}
-}
-
 func TestParseQuotedList(t *testing.T) {
-	got, err := ParseQuotedList("[id], [a]]b] , [c,d],plain , [ ü ]")
+	got, err := parseQuotedList("[id], [a]]b] , [c,d],plain , [ ü ]")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,11 +17,11 @@ func TestParseQuotedList(t *testing.T) {
 		t.Fatalf("got %q want %q", got, want)
 	}
 	for _, bad := range []string{"[a", "[a],", "[a] [b]", "a]b", "[]"} {
-		if _, err := ParseQuotedList(bad); err == nil {
+		if _, err := parseQuotedList(bad); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
 	}
-	if got, err := ParseQuotedList("  "); err != nil || got != nil {
+	if got, err := parseQuotedList("  "); err != nil || got != nil {
 		t.Errorf("blank list: %v %v", got, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/cdcsnap/cdcsnap/internal/mssqlstmt"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/source"
@@ -132,7 +133,7 @@ func (s *Source) guidConversion(ctx context.Context) (bool, error) {
 	if g != nil {
 		return *g, nil
 	}
-	rs, err := s.run(ctx, s.db, "probing how the driver returns uniqueidentifier", GUIDProbeStatement())
+	rs, err := s.run(ctx, s.db, "probing how the driver returns uniqueidentifier", mssqlstmt.GUIDProbeStatement())
 	if err != nil {
 		return false, err
 	}
@@ -160,7 +161,7 @@ func (s *Source) serverZone(ctx context.Context) (*time.Location, error) {
 	if z != nil && time.Since(at) < zoneRefresh {
 		return z, nil
 	}
-	rs, err := s.run(ctx, s.db, "reading the server's UTC offset", ServerNowStatement())
+	rs, err := s.run(ctx, s.db, "reading the server's UTC offset", mssqlstmt.ServerNowStatement())
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +228,7 @@ func scanRows(rows *sql.Rows) (resultSet, error) {
 }
 
 // run executes st and returns its first result set.
-func (s *Source) run(ctx context.Context, q querier, what string, st Stmt) (resultSet, error) {
+func (s *Source) run(ctx context.Context, q querier, what string, st mssqlstmt.Stmt) (resultSet, error) {
 	s.log.DebugContext(ctx, "sqlserver: query", "what", what, "sql", st.SQL, "params", len(st.Args))
 	rows, err := q.QueryContext(ctx, st.SQL, st.Args...)
 	if err != nil {
@@ -250,7 +251,7 @@ func (s *Source) run(ctx context.Context, q querier, what string, st Stmt) (resu
 // Columns: CaptureInstance describes one fully. It implements
 // database.Lister, so database.Bootstrap can select among them.
 func (s *Source) ListCaptureInstances(ctx context.Context) ([]source.CaptureInstance, error) {
-	rs, err := s.run(ctx, s.db, "listing capture instances", ListCaptureInstancesStatement())
+	rs, err := s.run(ctx, s.db, "listing capture instances", mssqlstmt.ListCaptureInstancesStatement())
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +267,7 @@ func (s *Source) ListCaptureInstances(ctx context.Context) ([]source.CaptureInst
 // the split columns source.CaptureInstance.SplitOn can choose, and whether
 // the table is a heap.
 func (s *Source) CaptureInstance(ctx context.Context, name string) (*source.CaptureInstance, error) {
-	rs, err := s.run(ctx, s.db, "listing capture instances", ListCaptureInstancesStatement())
+	rs, err := s.run(ctx, s.db, "listing capture instances", mssqlstmt.ListCaptureInstancesStatement())
 	if err != nil {
 		return nil, err
 	}
@@ -289,14 +290,14 @@ func (s *Source) CaptureInstance(ctx context.Context, name string) (*source.Capt
 		}
 	}
 	ci := row.Instance
-	rs, err = s.run(ctx, s.db, "captured columns of "+got, CapturedColumnsStatement(got))
+	rs, err = s.run(ctx, s.db, "captured columns of "+got, mssqlstmt.CapturedColumnsStatement(got))
 	if err != nil {
 		return nil, err
 	}
 	if ci.Columns, err = parseCapturedColumns(rs); err != nil {
 		return nil, err
 	}
-	rs, err = s.run(ctx, s.db, "collations of "+got, ColumnsStatement(row.SourceObjectID))
+	rs, err = s.run(ctx, s.db, "collations of "+got, mssqlstmt.ColumnsStatement(row.SourceObjectID))
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +316,7 @@ func (s *Source) CaptureInstance(ctx context.Context, name string) (*source.Capt
 			return nil, fmt.Errorf("sqlserver: capture instance %q: key column %q is computed: CDC writes NULL for it in change rows (FACTS.md F13), so changes cannot be matched to rows", got, k)
 		}
 	}
-	rs, err = s.run(ctx, s.db, "indexes of "+got, IndexesStatement(row.SourceObjectID))
+	rs, err = s.run(ctx, s.db, "indexes of "+got, mssqlstmt.IndexesStatement(row.SourceObjectID))
 	if err != nil {
 		return nil, err
 	}
@@ -343,7 +344,7 @@ func (s *Source) CaptureInstance(ctx context.Context, name string) (*source.Capt
 // MaxLSN returns sys.fn_cdc_get_max_lsn(); NULL (nothing captured yet, or
 // cleanup emptied the mapping: FACTS.md F06) is the zero LSN.
 func (s *Source) MaxLSN(ctx context.Context) (lsn.LSN, error) {
-	rs, err := s.run(ctx, s.db, "fn_cdc_get_max_lsn", MaxLSNStatement())
+	rs, err := s.run(ctx, s.db, "fn_cdc_get_max_lsn", mssqlstmt.MaxLSNStatement())
 	if err != nil {
 		return lsn.LSN{}, err
 	}
@@ -356,7 +357,7 @@ func (s *Source) MaxLSN(ctx context.Context) (lsn.LSN, error) {
 // returns for an instance that does not exist and for a caller who may not
 // read it (FACTS.md F07), is a *source.AccessError.
 func (s *Source) MinLSN(ctx context.Context, ci string) (lsn.LSN, bool, error) {
-	rs, err := s.run(ctx, s.db, "fn_cdc_get_min_lsn", MinLSNStatement(ci))
+	rs, err := s.run(ctx, s.db, "fn_cdc_get_min_lsn", mssqlstmt.MinLSNStatement(ci))
 	if err != nil {
 		return lsn.LSN{}, false, err
 	}
@@ -370,7 +371,7 @@ func (s *Source) LSNTime(ctx context.Context, l lsn.LSN) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	rs, err := s.run(ctx, s.db, "fn_cdc_map_lsn_to_time", LSNTimeStatement(l))
+	rs, err := s.run(ctx, s.db, "fn_cdc_map_lsn_to_time", mssqlstmt.LSNTimeStatement(l))
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -379,7 +380,7 @@ func (s *Source) LSNTime(ctx context.Context, l lsn.LSN) (time.Time, error) {
 
 // IntKeyBounds returns MIN and MAX of the single integer key column.
 func (s *Source) IntKeyBounds(ctx context.Context, ci *source.CaptureInstance) (int64, int64, bool, error) {
-	st, err := IntKeyBoundsStatement(ci)
+	st, err := mssqlstmt.IntKeyBoundsStatement(ci)
 	if err != nil {
 		return 0, 0, false, err
 	}
@@ -392,7 +393,7 @@ func (s *Source) IntKeyBounds(ctx context.Context, ci *source.CaptureInstance) (
 
 // RowCount returns the row count sys.sp_spaceused reports.
 func (s *Source) RowCount(ctx context.Context, ci *source.CaptureInstance) (int64, error) {
-	st, err := RowCountStatement(ci)
+	st, err := mssqlstmt.RowCountStatement(ci)
 	if err != nil {
 		return 0, err
 	}
@@ -420,7 +421,7 @@ func (s *Source) acquire(ctx context.Context, iso source.Isolation) (*conn, erro
 		return nil, fmt.Errorf("sqlserver: taking a connection: %w", err)
 	}
 	cn := &conn{c: c, s: s, ctx: ctx}
-	if _, err := c.ExecContext(ctx, IsolationStatement(iso).SQL); err != nil {
+	if _, err := c.ExecContext(ctx, mssqlstmt.IsolationStatement(iso).SQL); err != nil {
 		cn.release(true)
 		return nil, fmt.Errorf("sqlserver: setting isolation level %s: %w", iso, err)
 	}
@@ -432,7 +433,7 @@ func (s *Source) acquire(ctx context.Context, iso source.Isolation) (*conn, erro
 func (cn *conn) release(discard bool) {
 	if !discard && cn.s.opts.ConnPolicy == ResetConn {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(cn.ctx), 30*time.Second)
-		_, err := cn.c.ExecContext(ctx, ResetIsolationStatement().SQL)
+		_, err := cn.c.ExecContext(ctx, mssqlstmt.ResetIsolationStatement().SQL)
 		cancel()
 		if err == nil {
 			_ = cn.c.Close()
@@ -449,7 +450,7 @@ func (cn *conn) release(discard bool) {
 // SeekKey returns the key k rows after from, read under iso on a dedicated
 // connection (see SeekKeyStatement).
 func (s *Source) SeekKey(ctx context.Context, ci *source.CaptureInstance, iso source.Isolation, from keyrange.Tuple, k int64) (keyrange.Tuple, bool, error) {
-	st, err := SeekKeyStatement(ci, from, k)
+	st, err := mssqlstmt.SeekKeyStatement(ci, from, k)
 	if err != nil {
 		return nil, false, err
 	}
@@ -491,7 +492,7 @@ func (s *Source) batchRows(n int) int {
 // opts.NotBefore set, that connection first checks its replica has
 // captured through it (a *source.ReplicaBehindError otherwise).
 func (s *Source) ReadRange(ctx context.Context, ci *source.CaptureInstance, r keyrange.Range, opts source.ReadOptions) (array.RecordReader, error) {
-	st, err := ReadRangeStatement(ci, r)
+	st, err := mssqlstmt.ReadRangeStatement(ci, r)
 	if err != nil {
 		return nil, err
 	}
@@ -537,7 +538,7 @@ func (s *Source) caughtUp(ctx context.Context, cn *conn, ci *source.CaptureInsta
 	if need.IsZero() {
 		return nil
 	}
-	rs, err := s.run(ctx, cn.c, "fn_cdc_get_max_lsn on the reading connection", MaxLSNStatement())
+	rs, err := s.run(ctx, cn.c, "fn_cdc_get_max_lsn on the reading connection", mssqlstmt.MaxLSNStatement())
 	if err != nil {
 		return err
 	}
@@ -593,7 +594,7 @@ func (s *Source) ReadChanges(ctx context.Context, ci *source.CaptureInstance, fr
 	}
 	closeConn := func() { _ = c.Close() }
 	minLSN := func(ctx context.Context) (lsn.LSN, bool, error) {
-		rs, err := s.run(ctx, c, "fn_cdc_get_min_lsn", MinLSNStatement(ci.Name))
+		rs, err := s.run(ctx, c, "fn_cdc_get_min_lsn", mssqlstmt.MinLSNStatement(ci.Name))
 		if err != nil {
 			return lsn.LSN{}, false, err
 		}
@@ -613,7 +614,7 @@ func (s *Source) ReadChanges(ctx context.Context, ci *source.CaptureInstance, fr
 		closeConn()
 		return nil, &source.DataLossError{CaptureInstance: ci.Name, Requested: from, MinLSN: min}
 	}
-	rs, err := s.run(ctx, c, "fn_cdc_get_max_lsn", MaxLSNStatement())
+	rs, err := s.run(ctx, c, "fn_cdc_get_max_lsn", mssqlstmt.MaxLSNStatement())
 	if err != nil {
 		closeConn()
 		return nil, err
@@ -689,7 +690,7 @@ func (s *Source) queryChanges(ctx context.Context, q querier, ci *source.Capture
 	st, tried := s.changeTable[ci.Name]
 	s.mu.Unlock()
 	if !tried || st.refused == "" || time.Since(st.at) >= changeTableRetry {
-		stmt, err := ChangeTableStatement(ci, from, to)
+		stmt, err := mssqlstmt.ChangeTableStatement(ci, from, to)
 		if err != nil {
 			return nil, false, err
 		}
@@ -713,7 +714,7 @@ func (s *Source) queryChanges(ctx context.Context, q querier, ci *source.Capture
 		}
 		s.rememberChangeTable(ci.Name, err.Error())
 	}
-	stmt, err := ChangesStatement(ci, from, to)
+	stmt, err := mssqlstmt.ChangesStatement(ci, from, to)
 	if err != nil {
 		return nil, false, err
 	}

@@ -11,6 +11,7 @@ import (
 	mssql "github.com/microsoft/go-mssqldb"
 	"go.uber.org/goleak"
 
+	"github.com/cdcsnap/cdcsnap/internal/mssqlstmt"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/source"
@@ -270,8 +271,8 @@ func TestListCaptureInstances(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(statements) != 1 || statements[0] != ListCaptureInstancesStatement().SQL {
-		t.Fatalf("sent %q, want one %q", statements, ListCaptureInstancesStatement().SQL)
+	if len(statements) != 1 || statements[0] != mssqlstmt.ListCaptureInstancesStatement().SQL {
+		t.Fatalf("sent %q, want one %q", statements, mssqlstmt.ListCaptureInstancesStatement().SQL)
 	}
 	var got []string
 	for _, ci := range cis {

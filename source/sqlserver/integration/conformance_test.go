@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cdcsnap/cdcsnap/internal/mssqlstmt"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/source"
 	"github.com/cdcsnap/cdcsnap/source/sourcetest"
-	"github.com/cdcsnap/cdcsnap/source/sqlserver"
 )
 
 // TestSourceConformance runs the source conformance suite (the same one the
@@ -33,11 +33,11 @@ func TestSourceConformance(t *testing.T) {
 type mssqlHarness struct{ db *sql.DB }
 
 func tableName(tb sourcetest.Table) (string, error) {
-	schema, err := sqlserver.QuoteName(tb.Schema)
+	schema, err := mssqlstmt.QuoteName(tb.Schema)
 	if err != nil {
 		return "", err
 	}
-	name, err := sqlserver.QuoteName(tb.Name)
+	name, err := mssqlstmt.QuoteName(tb.Name)
 	return schema + "." + name, err
 }
 
@@ -49,7 +49,7 @@ func columnType(c sourcetest.Column) (string, error) {
 		return "", err
 	}
 	col.Name = c.Name
-	return sqlserver.InlineType(col)
+	return mssqlstmt.InlineType(col)
 }
 
 // param converts a suite value to what go-mssqldb binds; every value is
@@ -75,7 +75,7 @@ func (h mssqlHarness) createTable(ctx context.Context, tb sourcetest.Table, inst
 	var cols, keys []string
 	types := make([]string, len(tb.Columns))
 	for i, c := range tb.Columns {
-		q, err := sqlserver.QuoteName(c.Name)
+		q, err := mssqlstmt.QuoteName(c.Name)
 		if err != nil {
 			return err
 		}
@@ -84,7 +84,7 @@ func (h mssqlHarness) createTable(ctx context.Context, tb sourcetest.Table, inst
 		}
 		def := q + " " + types[i]
 		if c.Collation != "" {
-			if !sqlserver.ValidCollation(c.Collation) {
+			if !mssqlstmt.ValidCollation(c.Collation) {
 				return fmt.Errorf("collation %q", c.Collation)
 			}
 			def += " COLLATE " + c.Collation
@@ -95,7 +95,7 @@ func (h mssqlHarness) createTable(ctx context.Context, tb sourcetest.Table, inst
 		cols = append(cols, def)
 	}
 	for _, k := range tb.Key {
-		q, err := sqlserver.QuoteName(k)
+		q, err := mssqlstmt.QuoteName(k)
 		if err != nil {
 			return err
 		}
@@ -106,13 +106,13 @@ func (h mssqlHarness) createTable(ctx context.Context, tb sourcetest.Table, inst
 		return fmt.Errorf("%s: %w", ddl, err)
 	}
 	for _, ix := range tb.Indexes {
-		qi, err := sqlserver.QuoteName(ix.Name)
+		qi, err := mssqlstmt.QuoteName(ix.Name)
 		if err != nil {
 			return err
 		}
 		var ic []string
 		for _, c := range ix.Columns {
-			q, err := sqlserver.QuoteName(c)
+			q, err := mssqlstmt.QuoteName(c)
 			if err != nil {
 				return err
 			}
@@ -145,7 +145,7 @@ func insert(ctx context.Context, tx *sql.Tx, name string, tb sourcetest.Table, t
 	var cols, vals []string
 	var args []any
 	for i, c := range tb.Columns {
-		q, _ := sqlserver.QuoteName(c.Name)
+		q, _ := mssqlstmt.QuoteName(c.Name)
 		cols = append(cols, q)
 		args = append(args, param(r[i]))
 		vals = append(vals, fmt.Sprintf("CAST(@p%d AS %s)", len(args), types[i]))
@@ -161,7 +161,7 @@ func keyWhere(tb sourcetest.Table, types []string, key []any, args []any) (strin
 	for i, k := range tb.Key {
 		for j, c := range tb.Columns {
 			if c.Name == k {
-				q, _ := sqlserver.QuoteName(k)
+				q, _ := mssqlstmt.QuoteName(k)
 				args = append(args, param(key[i]))
 				conds = append(conds, fmt.Sprintf("%s = CAST(@p%d AS %s)", q, len(args), types[j]))
 			}
@@ -202,7 +202,7 @@ func (h mssqlHarness) commit(ctx context.Context, tb sourcetest.Table, changes [
 			var sets []string
 			var args []any
 			for i, col := range tb.Columns {
-				q, _ := sqlserver.QuoteName(col.Name)
+				q, _ := mssqlstmt.QuoteName(col.Name)
 				args = append(args, param(c.Row[i]))
 				sets = append(sets, fmt.Sprintf("%s = CAST(@p%d AS %s)", q, len(args), types[i]))
 			}

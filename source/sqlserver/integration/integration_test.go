@@ -32,6 +32,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/cdcsnap/cdcsnap/fake"
+	"github.com/cdcsnap/cdcsnap/internal/mssqlstmt"
 	"github.com/cdcsnap/cdcsnap/internal/testenv"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/lsn"
@@ -160,7 +161,7 @@ var rowsReadRE = regexp.MustCompile(`<RunTimeCountersPerThread [^>]*?ActualRowsR
 // withPlan runs st on its own connection under SET STATISTICS XML ON and
 // returns the rows it returned and, per seek or scan operator and thread,
 // the rows it read (ActualRowsRead of the actual plan).
-func withPlan(t *testing.T, c context.Context, db *sql.DB, st sqlserver.Stmt) (int64, []int64) {
+func withPlan(t *testing.T, c context.Context, db *sql.DB, st mssqlstmt.Stmt) (int64, []int64) {
 	t.Helper()
 	conn, err := db.Conn(c)
 	if err != nil {
@@ -237,7 +238,7 @@ func TestEachRangeReadsExactlyItsRows(t *testing.T) {
 		}
 		var total int64
 		for _, r := range ranges {
-			st, err := sqlserver.ReadRangeStatement(ci, r)
+			st, err := mssqlstmt.ReadRangeStatement(ci, r)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -282,7 +283,7 @@ func TestKeysetSeeksReadAtMostKPlusOne(t *testing.T) {
 	}
 	const k = 10000
 	from := keyrange.Tuple{int64(3), int64(503)}
-	st, err := sqlserver.SeekKeyStatement(ci, from, k)
+	st, err := mssqlstmt.SeekKeyStatement(ci, from, k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +318,7 @@ func TestGreekPartitions(t *testing.T) {
 	}
 	var sizes []int64
 	for _, r := range ranges {
-		st, err := sqlserver.ReadRangeStatement(ci, r)
+		st, err := mssqlstmt.ReadRangeStatement(ci, r)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package sqlserver
+package mssqlstmt
 
 import (
 	"fmt"
@@ -107,7 +107,7 @@ func (t *table) keyColumns() []keyrange.Column {
 
 // ListCaptureInstancesStatement lists every capture instance the login can
 // see (sys.sp_cdc_help_change_data_capture with no arguments); see
-// parseCaptureInstances.
+// source/sqlserver's parseCaptureInstances.
 func ListCaptureInstancesStatement() Stmt {
 	return Stmt{SQL: "EXEC sys.sp_cdc_help_change_data_capture"}
 }
@@ -142,7 +142,8 @@ func ColumnsStatement(objectID int64) Stmt {
 // neither disabled, hypothetical nor filtered, and the table's heap row
 // (type 0, index_id 0, no name) when it has no clustered index. Included
 // columns have key_ordinal 0 and are left out. The constants are
-// parameters, as every value the package sends. See parseIndexes.
+// parameters, as every value the package sends. See source/sqlserver's
+// parseIndexes.
 func IndexesStatement(objectID int64) Stmt {
 	return Stmt{
 		SQL: "SELECT [i].[index_id], [i].[name], [i].[type], [i].[is_unique], [ic].[key_ordinal], [c].[name] AS [column_name] " +
@@ -157,21 +158,21 @@ func IndexesStatement(objectID int64) Stmt {
 	}
 }
 
-// guidProbe is the uniqueidentifier GUIDProbeStatement sends as text.
-const guidProbe = "6f9619ff-8b86-d011-b42d-00c04fc964ff"
+// GUIDProbe is the uniqueidentifier GUIDProbeStatement sends as text.
+const GUIDProbe = "6f9619ff-8b86-d011-b42d-00c04fc964ff"
 
 // GUIDProbeStatement returns a known uniqueidentifier: the bytes the
 // driver gives for it say whether its DSN setting "guid conversion" is on
-// (see parseGUIDProbe). The value is text, which no driver setting
-// converts on the way in.
+// (source/sqlserver's parseGUIDProbe). The value is text, which no driver
+// setting converts on the way in.
 func GUIDProbeStatement() Stmt {
-	return Stmt{SQL: "SELECT CAST(@p1 AS uniqueidentifier) AS [probe]", Args: []any{guidProbe}}
+	return Stmt{SQL: "SELECT CAST(@p1 AS uniqueidentifier) AS [probe]", Args: []any{GUIDProbe}}
 }
 
 // ServerNowStatement reads the server's clock with its UTC offset
 // (SYSDATETIMEOFFSET: the offset of the machine SQL Server runs on,
 // FACTS.md F37): the zone sys.fn_cdc_map_lsn_to_time's local times are in,
-// when Options.ServerTimeZone does not say.
+// when source/sqlserver's Options.ServerTimeZone does not say.
 func ServerNowStatement() Stmt {
 	return Stmt{SQL: "SELECT SYSDATETIMEOFFSET() AS [now]"}
 }
@@ -419,6 +420,13 @@ func readExpr(c source.Column, q, prefix string) (expr string, ok bool) {
 		return "CAST(" + prefix + q + " AS " + unicodeType(c) + ") AS " + q, true
 	}
 	return prefix + q, true
+}
+
+// IsRead reports whether the statements read captured column c (readExpr):
+// a computed column is not read, and its value is NULL.
+func IsRead(c source.Column) bool {
+	_, ok := readExpr(c, "", "")
+	return ok
 }
 
 // readList is the select list of t's captured columns (readExpr), and for

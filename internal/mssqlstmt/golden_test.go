@@ -1,4 +1,4 @@
-package sqlserver
+package mssqlstmt
 
 import (
 	"encoding/hex"
@@ -79,7 +79,7 @@ func (g *golden) check(file string) {
 		g.t.Fatalf("%v (run go test -update to create it)", err)
 	}
 	if string(want) != got {
-		g.t.Errorf("%s differs from the statements built now; run go test ./source/sqlserver -run Golden -update and review the diff.\n--- got ---\n%s", path, got)
+		g.t.Errorf("%s differs from the statements built now; run go test ./internal/mssqlstmt -run Golden -update and review the diff.\n--- got ---\n%s", path, got)
 	}
 }
 

@@ -1,4 +1,4 @@
-package sqlserver
+package mssqlstmt
 
 import (
 	"fmt"
@@ -10,6 +10,11 @@ import (
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/source"
 )
+
+// maxDecimalText bounds the decimal text of a bound: 38 digits, a sign
+// and a point, with room for leading zeros (source/sqlserver's decoder
+// reads no longer text).
+const maxDecimalText = 128
 
 // typeRule says which arguments a type takes when it is inlined, and their
 // limits.
@@ -128,8 +133,10 @@ func boundExpr(c source.Column, v any, param string) (arg any, expr string, err 
 	case int64, bool, float64, []byte:
 		return x, cast, nil
 	case keyrange.Decimal:
-		if _, _, err := parseDecimalText(string(x)); err != nil {
-			return nil, "", fmt.Errorf("sqlserver: bound for column %q: %w", c.Name, err)
+		// keyrange.Compare above parsed it; no decimal text longer than
+		// source/sqlserver's decoder reads (maxDecimalText) is sent either.
+		if len(x) > maxDecimalText {
+			return nil, "", fmt.Errorf("sqlserver: bound for column %q: decimal text %q: want 1-%d characters", c.Name, string(x), maxDecimalText)
 		}
 		return string(x), cast, nil
 	case string:
