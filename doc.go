@@ -20,10 +20,20 @@
 //     sink/delta implements it as a Delta table on any gocloud.dev bucket.
 //   - fake: an in-memory CDC database and sink that behave like the real
 //     thing where it matters, for tests of this module and of yours.
-//   - snapshot: the orchestration (Take, Bootstrap, the Plan/Execute/Commit
-//     split for fan-out) and the latest-image merge order.
+//   - snapshot: one capture instance: whole snapshots (Take, Bootstrap, and
+//     Prepare/Execute/Commit for fan-out), chunked snapshots next to a
+//     running stream (Backfill), the stream's pieces (Changes, Poll) and the
+//     latest-image merge order.
+//   - database: many capture instances of one database in one run, each to
+//     its own target, under one budget of source connections.
+//   - reconcile: compares a source table with the latest image of its
+//     target, tile by tile, and names the keys (or rows) that differ.
+//   - source/sourcetest, sink/sinktest: conformance suites your own source
+//     or sink runs from its tests.
 //
 // Start with snapshot.Bootstrap: it returns the first LSN your stream reads.
 // The runnable program examples/bootstrap does the whole job against the
-// embedded fake or a real SQL Server.
+// embedded fake or a real SQL Server. DESIGN.md at the repository's root
+// holds the rules every snapshot keeps (cited in the code as R1, R2, ...),
+// the bronze schema and its merge order, and which tests prove what.
 package cdcsnap
