@@ -1,7 +1,7 @@
 """Latest-image MERGE of a cdcsnap bronze table in Spark, compared with the source.
 
 Usage: spark_merge.py BRONZE SOURCE_PARQUET SILVER
-The order is DESIGN.md's: per key, the last row by (_start_lsn, _command_id,
+The order is DESIGN.md's (R11): per key, the last row by (_start_lsn, _command_id,
 _seqval, _operation) with NULLs first wins; a delete (1) removes the key; an
 update-before (3) never wins. Step 1 MERGEs the snapshot rows (operation 0)
 into an empty silver table, step 2 MERGEs the latest change per key with

@@ -402,7 +402,7 @@ func must2(t *testing.T) func(lsn.LSN, bool, error) (lsn.LSN, bool) {
 	}
 }
 
-// TestQuietDatabase builds DESIGN.md's whole-snapshot rule 3: a new
+// TestQuietDatabase builds the case of DESIGN.md R3: a new
 // instance on a quiet database has start_lsn above max_lsn.
 func TestQuietDatabase(t *testing.T) {
 	db := ordersDB(t, fake.Options{})

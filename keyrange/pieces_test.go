@@ -266,7 +266,7 @@ func TestFromBoundsEveryKeyOnce(t *testing.T) {
 	}
 }
 
-// The guard of the Amendment: 'n' and 'N' under a case-insensitive
+// The guard of DESIGN.md R4: 'n' and 'N' under a case-insensitive
 // collation. The first group of pieces reads the range alone.
 func TestPiecesCollationEqualBounds(t *testing.T) {
 	cols, err := parseCols("a:ci b:int")

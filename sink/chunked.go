@@ -15,8 +15,8 @@ import (
 // committed, and the returned Chunked is the sink's current state.
 var ErrChunkCommitted = errors.New("chunk already committed")
 
-// Chunked is the durable state of a chunked snapshot (spec 0016,
-// Amendment 3): its snapshot LSN S, its plan, how many of its chunks are
+// Chunked is the durable state of a chunked snapshot (DESIGN.md R12): its
+// snapshot LSN S, its plan, how many of its chunks are
 // committed, and whether it is complete.
 //
 // Chunks are committed in order, a wave at a time: chunks 0..Committed-1

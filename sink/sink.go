@@ -107,7 +107,7 @@ type Sink interface {
 }
 
 // The bronze metadata columns, after the captured columns (DESIGN.md, "The
-// data"). All are nullable.
+// bronze table"). All are nullable.
 const (
 	ColCaptureInstance = "_capture_instance"
 	ColOperation       = "_operation"

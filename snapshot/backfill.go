@@ -18,11 +18,11 @@ import (
 	"github.com/cdcsnap/cdcsnap/source"
 )
 
-// A chunked snapshot (spec 0016 Amendment 3, "backfill") reads the table in
+// A chunked snapshot ("backfill", DESIGN.md R12) reads the table in
 // chunks next to a stream that already runs from its LSN S:
 //
-//   - Open records S (the rule of a whole snapshot's LSN) before any row is
-//     read, plans every chunk, and stores the plan durably in the sink
+//   - Open records S (as a whole snapshot records L0, DESIGN.md R3) before
+//     any row is read, plans every chunk, and stores the plan durably in the sink
 //     (sink.ChunkSink.OpenChunked), so a rerun resumes it.
 //   - Each wave records its stamp L = max(S, max LSN) before reading, reads
 //     its chunks in parallel, and commits them in one sink commit with
@@ -33,7 +33,7 @@ import (
 //
 // The stream runs from S meanwhile: every change after S is in it, and a
 // chunk's rows sort after every change at or below their stamp and before
-// every change after it, so the latest image per key (LatestImage's order)
+// every change after it, so the latest image per key (Order, DESIGN.md R11)
 // of chunks plus changes equals the source table.
 
 // BackfillOptions configure a chunked snapshot. The zero value of every

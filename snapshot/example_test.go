@@ -36,7 +36,7 @@ func exampleDB() (*fake.DB, error) {
 // Example takes a whole snapshot of a capture instance into a sink, in two
 // partitions, and runs it again: the rerun finds the snapshot and reads
 // nothing. The database is quiet since CDC was enabled, so the snapshot's
-// LSN is the instance's start_lsn - 1 (the seed rules' rule 3).
+// LSN is the instance's start_lsn - 1 (DESIGN.md R3).
 func Example() {
 	ctx := context.Background()
 	db, err := exampleDB()

@@ -2,7 +2,7 @@
 // records an LSN before reading, reads the table in parallel key ranges
 // without locks, writes the rows to a sink in one atomic commit, and returns
 // that LSN so the stream starts right after it. The target converges to the
-// source once the latest image per key is applied (see LatestImage).
+// source once the latest image per key is applied (see Order and Image).
 //
 // Take does it in one process; Bootstrap also returns the first LSN the
 // stream reads. Its three steps are exported for fan-out across processes:
@@ -221,10 +221,11 @@ type Plan struct {
 }
 
 // Take takes a whole snapshot of opts.CaptureInstance from src into dst,
-// following the seed rules: if dst already holds a whole snapshot of the
-// instance (and not opts.Resnapshot), it returns that snapshot's LSN and
-// reads nothing; otherwise it records L0, plans, reads the partitions in
-// parallel, and commits once. A failure before the commit commits nothing.
+// keeping the rules of DESIGN.md: if dst already holds a whole snapshot of
+// the instance (and not opts.Resnapshot), it returns that snapshot's LSN and
+// reads nothing (R2); otherwise it records L0 (R3), plans, reads the
+// partitions in parallel, and commits once (R7). A failure before the
+// commit commits nothing.
 //
 // When dst records partial snapshots (sink.PartialSink, as sink/delta
 // does), the plan is recorded before any row is read and every partition's
@@ -365,11 +366,11 @@ type opening struct {
 	keyless       bool // the instance has no unique key (before any SplitOn)
 }
 
-// open resolves the capture instance (rule 1) and, when split is set, takes
-// its copy keyed on that column (source.CaptureInstance.SplitOn); checks
+// open resolves the capture instance (DESIGN.md R1) and, when split is set,
+// takes its copy keyed on that column (source.CaptureInstance.SplitOn); checks
 // that its columns make a bronze schema the target can take (check, when
 // not nil: the sink's sink.Checker), and only then records the snapshot's
-// LSN (rule 3) and commit time.
+// LSN (R3) and commit time.
 func open(ctx context.Context, src source.Source, name, split string, logger *slog.Logger, check func(*arrow.Schema) error) (opening, error) {
 	ci, err := src.CaptureInstance(ctx, name)
 	if err != nil {
@@ -415,8 +416,8 @@ func open(ctx context.Context, src source.Source, name, split string, logger *sl
 	return o, nil
 }
 
-// startLSN is rule 3: max LSN, or start_lsn - 1 when capture has not reached
-// a new instance yet (min LSN is NULL meanwhile). It returns the max LSN as
+// startLSN is DESIGN.md R3: max LSN, or start_lsn - 1 when capture has not
+// reached a new instance yet (min LSN is NULL meanwhile). It returns the max LSN as
 // read too: what reads must see (Plan.MaxLSN).
 func startLSN(ctx context.Context, src source.Source, ci *source.CaptureInstance) (at, maxLSN lsn.LSN, err error) {
 	maxLSN, err = src.MaxLSN(ctx)

@@ -89,7 +89,7 @@ func run(ctx context.Context, cfg config, mem memory.Allocator, out io.Writer) e
 	if err != nil {
 		return err
 	}
-	// Seed rule 2: a snapshot that exists is the answer; read nothing.
+	// DESIGN.md R2: a snapshot that exists is the answer; read nothing.
 	if snap, err := dst.FindSnapshot(ctx, cfg.captureInstance); err == nil {
 		fmt.Fprintf(out, "snapshot exists: %s\nrows: %d\nlsn: %s (stream from the next LSN)\n", dst.ManifestPath(cfg.captureInstance, snap.Version), snap.Rows, snap.LSN)
 		return nil

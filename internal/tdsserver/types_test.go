@@ -41,8 +41,8 @@ func (h tableHandler) Serve(ctx context.Context, req *Request, w *ResponseWriter
 }
 
 // roundTrip is one column type: the value the server sends and what
-// go-mssqldb's rows.Scan into an any returns for it (F43 of
-// /work/scratch/facts-driver.md: decimals and money as []byte text, real
+// go-mssqldb's rows.Scan into an any returns for it (source/sqlserver's
+// FACTS.md F43: decimals and money as []byte text, real
 // widened to float64, date/time types as time.Time in UTC).
 type roundTrip struct {
 	name string

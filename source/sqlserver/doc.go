@@ -84,9 +84,11 @@
 // datetime and smalldatetime as civil.DateTime (datetime2(7), 100 ns),
 // date as civil.Date, time as civil.Time (time(7)), datetimeoffset as
 // mssql.DateTimeOffset (datetimeoffset(7)), uniqueidentifier as its string,
-// decimal and money as their exact text. Go keeps 100 ns where the Python
-// implementation of spec 0016 kept microseconds, so a datetime2(7),
-// datetimeoffset(7) or time(n) key column can take any key position here.
+// decimal and money as their exact text. Go keeps the 100 ns that drivers
+// returning microseconds truncate (mssql-cdc-pyspark 0.8.0 allows a
+// datetime2(7) or datetimeoffset(7) column only as a key's last for that
+// reason, client/_sql_client.py), so a datetime2(7), datetimeoffset(7) or
+// time(n) key column can take any key position here (DESIGN.md R4).
 //
 // # Split columns and heaps
 //

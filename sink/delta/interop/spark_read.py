@@ -1,4 +1,4 @@
-"""Manual check: Spark (pyspark 4.0.1 + delta-spark 4.0.0, see ../../../../shared/INTEROP.md)
+"""Manual check: Spark (pyspark 4.0.1 + delta-spark 4.0.0, from .ci/sparkenv)
 reads a table cdcsnap wrote. Not run by go test (a Spark session takes ~50 s).
 
   .cache/spark-venv/bin/python sink/delta/interop/spark_read.py TABLE_DIR

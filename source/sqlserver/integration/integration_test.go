@@ -306,8 +306,8 @@ func TestKeysetSeeksReadAtMostKPlusOne(t *testing.T) {
 // TestGreekPartitions: a Greek_CI_AS varchar key in a CP1252 database comes
 // out 4/3/3. The negative control runs the same statements without the
 // COLLATE on the bounds: the bounds then convert in the database's code
-// page, every Greek letter becomes '?', and the sizes are not 4/3/3 (the
-// Python implementation of spec 0016 saw 0/0/10), so the test can fail.
+// page, every Greek letter becomes '?' (FACTS.md F29), and the sizes are
+// not 4/3/3, so the test can fail.
 func TestGreekPartitions(t *testing.T) {
 	db, s := open(t, "CDCSNAP_MSSQL_DSN")
 	ranges := greekPartitions(t, s)
