@@ -40,7 +40,7 @@ import (
 // It is that ratio, not pipeline/limit, that -smoke checks: both read the
 // same records, so it measures what the library costs beside the writer,
 // where pipeline/limit also pays for the generator on the same two cores
-// (BENCHMARKS.md, "The CI guard checks the pipeline from IPC").
+// (BENCHMARKS.md, "The whole pipeline against the Parquet writer alone").
 const smokeMinRatio = 0.70
 
 func sourceOpts() source.ReadOptions { return source.ReadOptions{BatchRows: defaultGenBatch} }

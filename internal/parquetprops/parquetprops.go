@@ -27,7 +27,8 @@ const RowGroupBytes = 8 << 20
 // (poolBuffer.Release calls memory.Set over Buf(); arrow-go v18.9.0
 // parquet/internal/encoding/types.go). With 64 KiB pages that zeroing fell
 // from 11-15 % of sink/delta's CPU to under 1 %, and CPU per row by 14-24 %,
-// for 1.2 % larger files (BENCHMARKS.md, "Pages of 64 KiB").
+// for 1.2 % larger files (BENCHMARKS.md, "Parquet settings, and what
+// they cost").
 const DataPageBytes = 64 << 10
 
 // ForBronze returns Snappy-compressed properties with data pages of
@@ -40,8 +41,8 @@ const DataPageBytes = 64 << 10
 //     values ascend (a snapshot file's single integer key does, being read
 //     in key order; a composite key's integer column does within a group).
 //     internal/bench measured sink/delta's files 10 % smaller for the same
-//     CPU, and faster scans in DuckDB and pyarrow (BENCHMARKS.md, "zstd at
-//     its fastest level, and the delta encodings"). Spark's vectorized
+//     CPU, and faster scans in DuckDB and pyarrow (BENCHMARKS.md, "Parquet
+//     settings, and what they cost"). Spark's vectorized
 //     reader reads it from 3.3.0 (SPARK-36879, apache/spark#34471);
 //   - PLAIN for the rest.
 //

@@ -27,8 +27,8 @@ const poisonByte = 0xA5
 // buffer by doubling (arrow-go v18.9.0 encoding.BufferWriter.Reserve) and
 // drops it when the row group is flushed, so Go's allocator hands out and
 // zeroes several new large buffers per row group and the garbage collector
-// runs for them: 8.6 % of sink/delta's CPU at 10M rows (BENCHMARKS.md,
-// "Reusing the writers' buffers"). The pool takes buffers that arrow-go
+// runs for them: 8.6 % of sink/delta's CPU at 10M rows (BENCHMARKS.md as
+// of c607b66, which brought the pool). The pool takes buffers that arrow-go
 // frees back and hands them out again, by power-of-two class (arrow-go
 // asks for powers of two, so every growth moves to a new buffer; the
 // saving is that the new one is a reused one).
