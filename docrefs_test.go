@@ -73,6 +73,103 @@ func TestDocReferencesFindsStaleNames(t *testing.T) {
 	}
 }
 
+// sectionRef is a citation of a section of one of the repository's
+// Markdown files, `FILE.md, "Heading"`, and ruleRef one of DESIGN.md's
+// rules, `DESIGN.md R3` (or `DESIGN.md R2, R7`).
+var (
+	sectionRef = regexp.MustCompile(`([A-Za-z0-9_./-]+\.md)[,:]? *\(?"([^"\n]{1,100})"`)
+	ruleRef    = regexp.MustCompile(`DESIGN\.md,? (R[0-9]+(?:(?:, | and )R[0-9]+)*)`)
+	ruleNum    = regexp.MustCompile(`R[0-9]+`)
+	commentNL  = regexp.MustCompile(`\n[ \t]*(?://|#)?[ \t]*`)
+)
+
+// TestDocSectionReferencesExist: every `FILE.md, "Heading"` in the
+// repository's Go, Python and Markdown files names a heading that FILE.md
+// (beside the citing file, or at the root) has, and every `DESIGN.md R<n>`
+// a rule DESIGN.md states. Files that are not in the repository (Delta's
+// PROTOCOL.md) are not checked.
+func TestDocSectionReferencesExist(t *testing.T) {
+	headings := map[string][]string{} // file -> its headings, read on first use
+	headingsOf := func(file string) []string {
+		if h, ok := headings[file]; ok {
+			return h
+		}
+		b, _ := os.ReadFile(file)
+		var h []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "#") {
+				h = append(h, strings.TrimSpace(strings.TrimLeft(l, "#")))
+			}
+		}
+		headings[file] = h
+		return h
+	}
+	design, err := os.ReadFile("DESIGN.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	err = filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); p != "." && strings.HasPrefix(n, ".") || p == filepath.Join("testdata", "docrefs") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if ext := filepath.Ext(p); ext != ".go" && ext != ".md" && ext != ".py" {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		text := string(b)
+		if filepath.Ext(p) == ".go" { // its comments only
+			f, err := parser.ParseFile(token.NewFileSet(), p, b, parser.ParseComments|parser.SkipObjectResolution)
+			if err != nil {
+				return err
+			}
+			var cs []string
+			for _, cg := range f.Comments {
+				cs = append(cs, cg.Text())
+			}
+			text = strings.Join(cs, "\n")
+		}
+		text = commentNL.ReplaceAllString(text, " ")
+		for _, m := range sectionRef.FindAllStringSubmatch(text, -1) {
+			file := filepath.Join(filepath.Dir(p), m[1])
+			if _, err := os.Stat(file); err != nil {
+				file = m[1]
+				if _, err := os.Stat(file); err != nil {
+					continue // not a file of this repository
+				}
+			}
+			checked++
+			if !slices.ContainsFunc(headingsOf(file), func(h string) bool { return strings.HasPrefix(h, m[2]) }) {
+				t.Errorf("%s: %s, %q: no such heading in %s", p, m[1], m[2], file)
+			}
+		}
+		for _, m := range ruleRef.FindAllStringSubmatch(text, -1) {
+			for _, r := range ruleNum.FindAllString(m[1], -1) {
+				checked++
+				if !strings.Contains(string(design), "**"+r+". ") {
+					t.Errorf("%s: DESIGN.md %s: DESIGN.md states no rule %s", p, r, r)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 15 {
+		t.Fatalf("checked %d section and rule references, want at least 15", checked)
+	}
+}
+
 // modIndex is what the module declares, per package folder.
 type modIndex struct {
 	root   string // module root
