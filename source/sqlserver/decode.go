@@ -601,11 +601,12 @@ func newTableDecoder(cols []source.Column, o decodeOptions) (*rowDecoder, error)
 	return d, nil
 }
 
-// newChangeDecoder decodes rows of ChangeTableStatement (commandID) or
-// ChangesStatement into ChangeSchema: __$start_lsn, __$seqval,
-// __$operation, __$command_id when read, the captured columns that are
-// read, then the commit time, NULL on the rows after the first of an LSN
-// (see changeSelect), which the decoder fills from that first row.
+// newChangeDecoder decodes rows of mssqlstmt.ChangeTableStatement
+// (commandID) or mssqlstmt.ChangesStatement into ChangeSchema:
+// __$start_lsn, __$seqval, __$operation, __$command_id when read, the
+// captured columns that are read, then the commit time, NULL on the rows
+// after the first of an LSN (see mssqlstmt.ChangeTableStatement), which the
+// decoder fills from that first row.
 func newChangeDecoder(cols []source.Column, o decodeOptions, commandID bool) (*rowDecoder, error) {
 	schema, err := source.ChangeSchema(cols)
 	if err != nil {

@@ -448,7 +448,7 @@ func (cn *conn) release(discard bool) {
 }
 
 // SeekKey returns the key k rows after from, read under iso on a dedicated
-// connection (see SeekKeyStatement).
+// connection (see mssqlstmt.SeekKeyStatement).
 func (s *Source) SeekKey(ctx context.Context, ci *source.CaptureInstance, iso source.Isolation, from keyrange.Tuple, k int64) (keyrange.Tuple, bool, error) {
 	st, err := mssqlstmt.SeekKeyStatement(ci, from, k)
 	if err != nil {
@@ -487,7 +487,7 @@ func (s *Source) batchRows(n int) int {
 }
 
 // ReadRange streams the rows of ci's source table whose key lies in r (see
-// ReadRangeStatement), under opts.Isolation on a dedicated connection that
+// mssqlstmt.ReadRangeStatement), under opts.Isolation on a dedicated connection that
 // is reset (or closed) when the reader is released or runs out. With
 // opts.NotBefore set, that connection first checks its replica has
 // captured through it (a *source.ReplicaBehindError otherwise).
