@@ -170,6 +170,45 @@ func TestDocSectionReferencesExist(t *testing.T) {
 	}
 }
 
+// provenBy finds, in a row of DESIGN.md's "What is proven where", a package
+// in backquotes and the text up to the next package, semicolon or cell;
+// testName the tests named in that text.
+var (
+	provenBy = regexp.MustCompile("`([a-z][a-z0-9/]*)` ([^`;|]*)")
+	testName = regexp.MustCompile(`\b(?:Test|Fuzz|Benchmark)[A-Z][A-Za-z0-9_]*`)
+)
+
+// TestDesignNamesTestsThatExist: every test DESIGN.md cites as a proof
+// exists in the package it names, so moving or renaming a test cannot
+// leave the design pointing at nothing.
+func TestDesignNamesTestsThatExist(t *testing.T) {
+	mod, err := indexModule(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	design, err := os.ReadFile("DESIGN.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, proven, ok := strings.Cut(string(design), "## What is proven where")
+	if !ok {
+		t.Fatal(`DESIGN.md has no section "What is proven where"`)
+	}
+	checked := 0
+	for _, m := range provenBy.FindAllStringSubmatch(proven, -1) {
+		p := mod.byDir[m[1]]
+		for _, name := range testName.FindAllString(m[2], -1) {
+			checked++
+			if p == nil || !p.all[name] {
+				t.Errorf("DESIGN.md cites %s in %s, which does not declare it", name, m[1])
+			}
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("checked %d tests, want at least 50", checked)
+	}
+}
+
 // modIndex is what the module declares, per package folder.
 type modIndex struct {
 	root   string // module root
