@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/charmap"
 )
 
@@ -50,7 +51,8 @@ func collationFromWire(b []byte) Collation {
 // are read part by part (designator, optional version, then CI/CS, AI/AS,
 // KS, WS, VSS, SC, UTF8, BIN, BIN2) for the designators Latin1_General,
 // French, Greek, Turkish, Cyrillic_General, Polish, Czech, Hebrew, Arabic
-// and Lithuanian; the SQL collations known are SQL_Latin1_General_CP1_CS_AS,
+// Lithuanian, Japanese, Chinese_PRC, Korean_Wansung and
+// Chinese_Taiwan_Stroke; the SQL collations known are SQL_Latin1_General_CP1_CS_AS,
 // _CI_AS and _CI_AI (sort ids 51, 52, 54 in the SQL collation name table).
 // The name is matched ignoring case. SC (supplementary characters) has no
 // bit in COLLATION, so it is accepted and changes nothing on the wire.
@@ -74,7 +76,7 @@ func ParseCollation(name string) (Collation, error) {
 	}
 	var c Collation
 	rest := ""
-	for _, d := range []string{"LATIN1_GENERAL", "CYRILLIC_GENERAL", "FRENCH", "GREEK", "TURKISH", "POLISH", "CZECH", "HEBREW", "ARABIC", "LITHUANIAN"} {
+	for _, d := range []string{"LATIN1_GENERAL", "CYRILLIC_GENERAL", "FRENCH", "GREEK", "TURKISH", "POLISH", "CZECH", "HEBREW", "ARABIC", "LITHUANIAN", "JAPANESE", "CHINESE_PRC", "KOREAN_WANSUNG", "CHINESE_TAIWAN_STROKE"} {
 		if strings.HasPrefix(u, d+"_") {
 			c.LCID, _ = designatorLCID(d)
 			rest = u[len(d)+1:]
@@ -82,7 +84,7 @@ func ParseCollation(name string) (Collation, error) {
 		}
 	}
 	if c.LCID == 0 {
-		return Collation{}, fmt.Errorf("tdsserver: unknown collation %q: known designators are Latin1_General, Cyrillic_General, French, Greek, Turkish, Polish, Czech, Hebrew, Arabic, Lithuanian", name)
+		return Collation{}, fmt.Errorf("tdsserver: unknown collation %q: known designators are Latin1_General, Cyrillic_General, French, Greek, Turkish, Polish, Czech, Hebrew, Arabic, Lithuanian, Japanese, Chinese_PRC, Korean_Wansung, Chinese_Taiwan_Stroke", name)
 	}
 	parts := strings.Split(rest, "_")
 	switch parts[0] {
@@ -173,6 +175,14 @@ func designatorLCID(d string) (uint32, bool) {
 		return 0x0401, true
 	case "LITHUANIAN":
 		return 0x0427, true
+	case "JAPANESE":
+		return 0x0411, true
+	case "CHINESE_PRC":
+		return 0x0804, true
+	case "KOREAN_WANSUNG":
+		return 0x0412, true
+	case "CHINESE_TAIWAN_STROKE":
+		return 0x0404, true
 	}
 	return 0, false
 }
@@ -183,7 +193,8 @@ func designatorLCID(d string) (uint32, bool) {
 // mssql.VarChar parameters).
 type charset struct {
 	codePage int
-	cm       *charmap.Charmap // nil for UTF-8 and raw
+	cm       *charmap.Charmap  // nil for UTF-8, raw and double-byte code pages
+	enc      encoding.Encoding // a double-byte code page (codepage.go)
 	utf8     bool
 	raw      bool
 }
@@ -220,6 +231,11 @@ func charsetOf(c Collation) (charset, error) {
 		}
 	case 51, 52, 54:
 		cp = 1252
+	}
+	if cp == 0 && c.SortID == 0 {
+		if d := dbcsCodePage(c.LCID); d != 0 {
+			return charset{codePage: d, enc: dbcsEncoding(d)}, nil
+		}
 	}
 	cm := codePageMap(cp)
 	if cm == nil {
@@ -259,6 +275,9 @@ func (cs charset) appendEncoded(b []byte, s string) ([]byte, error) {
 		}
 		return append(b, s...), nil
 	}
+	if cs.enc != nil {
+		return cs.appendDBCS(b, s)
+	}
 	for i, r := range s {
 		if r < 0x80 {
 			b = append(b, byte(r))
@@ -270,6 +289,9 @@ func (cs charset) appendEncoded(b []byte, s string) ([]byte, error) {
 			}
 		}
 		c, ok := cs.cm.EncodeRune(r)
+		if !ok && cs.codePage == 1252 && bestFit1252Hole(r) {
+			c, ok = byte(r), true
+		}
 		if !ok {
 			return b, fmt.Errorf("%q (U+%04X) is not in code page %d", r, r, cs.codePage)
 		}
@@ -283,11 +305,16 @@ func (cs charset) decode(b []byte) string {
 	if cs.utf8 || cs.raw {
 		return string(b)
 	}
+	if cs.enc != nil {
+		return cs.decodeDBCS(b)
+	}
 	var sb strings.Builder
 	sb.Grow(len(b))
 	for _, c := range b {
 		if c < 0x80 {
 			sb.WriteByte(c)
+		} else if cs.codePage == 1252 && bestFit1252Hole(rune(c)) {
+			sb.WriteRune(rune(c))
 		} else {
 			sb.WriteRune(cs.cm.DecodeByte(c))
 		}

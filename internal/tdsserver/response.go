@@ -45,6 +45,7 @@ type ResponseWriter struct {
 	anyErr   bool    // an ERROR was written in this response
 	err      error   // sticky write error
 	finished bool
+	fault    *faultState // an injected fault (Options.Inject), nil for none
 }
 
 type doneTok struct {
@@ -113,6 +114,9 @@ func (w *ResponseWriter) Row(vals ...any) error {
 	if !w.inResult {
 		return errors.New("tdsserver: Row before Columns")
 	}
+	if w.strike(false) {
+		return w.faultErr()
+	}
 	if len(vals) != len(w.types) {
 		return fmt.Errorf("tdsserver: row %d has %d values for %d columns", w.rows+1, len(vals), len(w.types))
 	}
@@ -154,6 +158,9 @@ func (w *ResponseWriter) Row(vals ...any) error {
 	w.buf = b[:0]
 	w.emit(b)
 	w.rows++
+	if w.fault != nil {
+		w.fault.sent++
+	}
 	return w.err
 }
 
@@ -209,6 +216,8 @@ func (w *ResponseWriter) check() error {
 	switch {
 	case w.finished:
 		return errFinished
+	case w.faultErr() != nil:
+		return w.faultErr()
 	case w.err != nil:
 		return w.err
 	case w.ctx.Err() != nil:
@@ -267,6 +276,7 @@ func (w *ResponseWriter) finish(attn bool) error {
 	if w.finished {
 		return w.err
 	}
+	w.strike(true)
 	w.endResult()
 	if w.stmtErr && !w.pending.ok {
 		w.setPending(-1, 0) // an ERROR after the last DONE: report it as a statement

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -119,6 +120,10 @@ type Options struct {
 	// NoRecord turns off the request log of Requests (for benchmarks and
 	// long runs, where it would grow without bound).
 	NoRecord bool
+	// Inject, when set, is asked before each request is served whether a
+	// Fault ends its response (see Fault, TransientFault); Server.Faults
+	// counts those that struck.
+	Inject func(req *Request) (Fault, bool)
 }
 
 // Server is a TDS 7.4 server on a loopback port.
@@ -142,6 +147,8 @@ type Server struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	faults atomic.Int64 // injected faults that struck
 }
 
 // Start listens on 127.0.0.1 at a free port and serves h until Close or
@@ -573,6 +580,11 @@ func (c *conn) request(in inbound) error {
 		return w.finish(attn)
 	}
 	c.s.record(req)
+	if c.s.opts.Inject != nil {
+		if f, ok := c.s.opts.Inject(req); ok {
+			w.armFault(f, func() { _ = c.nc.Close() }, &c.s.faults)
+		}
+	}
 	c.log.Debug("tdsserver: request", "seq", req.Seq, "kind", req.Kind.String(), "proc", req.Proc, "sql", req.SQL, "params", len(req.Params), "reset", req.Reset)
 
 	c.mu.Lock()

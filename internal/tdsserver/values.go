@@ -214,13 +214,9 @@ func (t *colType) appendValue(b []byte, v any) ([]byte, error) {
 		}
 		return appendU16(appendU16(t.lenPrefix(b), uint16(d)), uint16(w.h*60+w.mi)), nil
 	case kChar, kText:
-		s, ok := v.(string)
-		if !ok {
-			return b, typeErr(v, "string")
-		}
 		h, b := len(b), t.reserveHeader(b)
 		start := len(b)
-		b, err := t.cs.appendEncoded(b, s)
+		b, err := t.cs.appendStored(b, v)
 		if err != nil {
 			return b[:h], err
 		}
