@@ -457,7 +457,11 @@ func ReadRangeStatement(ci *source.CaptureInstance, r keyrange.Range) (Stmt, err
 	}
 	cols, _ := t.readList("")
 	if r.Lower == nil && r.Upper == nil {
-		return Stmt{SQL: "SELECT " + cols + " FROM " + t.name}, nil
+		sql := "SELECT " + cols + " FROM " + t.name
+		if OrderedRange(ci) {
+			sql += "\nORDER BY " + selectList("", t.qkey)
+		}
+		return Stmt{SQL: sql}, nil
 	}
 	if len(t.key) == 0 {
 		return Stmt{}, fmt.Errorf("sqlserver: capture instance %q has no key: only the whole range can be read", ci.Name)
@@ -482,7 +486,30 @@ func ReadRangeStatement(ci *source.CaptureInstance, r keyrange.Range) (Stmt, err
 	if len(parts) == 0 {
 		return Stmt{SQL: "SELECT " + cols + " FROM " + t.name + " WHERE 1 = 0"}, nil
 	}
-	return Stmt{SQL: strings.Join(parts, "\nUNION ALL\n"), Args: ps.args}, nil
+	sql := strings.Join(parts, "\nUNION ALL\n")
+	if OrderedRange(ci) {
+		sql += "\nORDER BY " + selectList("", t.qkey)
+	}
+	return Stmt{SQL: sql, Args: ps.args}, nil
+}
+
+// OrderedRange reports whether ReadRangeStatement orders a keyed range by
+// its key, so that a read cut by a transient error can go on after the
+// last key it returned: the key is unique, its index is the clustered one
+// (or not known: a range seek on a clustered index returns the key order
+// without a sort), and no key column is read converted (readExpr), so the
+// ORDER BY names the column itself.
+func OrderedRange(ci *source.CaptureInstance) bool {
+	if len(ci.Key) == 0 || !ci.UniqueKey() || (ci.KeyIndex != nil && !ci.KeyIndex.Clustered) {
+		return false
+	}
+	for _, k := range ci.Key {
+		c, ok := ci.Column(k)
+		if !ok || readAsUnicode(c) {
+			return false
+		}
+	}
+	return true
 }
 
 // SeekKeyStatement finds the key k rows after from (keyrange.Seeker): a

@@ -69,6 +69,10 @@ type Options struct {
 	// secondary whose redo lags the primary answers (FACTS.md F56), or
 	// false for the fake's own. Only that answer lags: rows are the fake's.
 	ReplicaMaxLSN func(conn uint64, login tdsserver.Login) (lsn.LSN, bool)
+	// Inject, when set, arms a fault in the response to a request (see
+	// tdsserver.Options.Inject): a transient SQL Server error or a cut
+	// connection mid-stream; Server.Faults counts those that struck.
+	Inject func(req *tdsserver.Request) (tdsserver.Fault, bool)
 }
 
 // Server is a fake.DB served over TDS on a loopback port.
@@ -83,7 +87,7 @@ func Start(ctx context.Context, db *fake.DB, opts Options) (*Server, error) {
 	h := &handler{db: db, opts: opts, iso: map[uint64]source.Isolation{}}
 	s, err := tdsserver.Start(ctx, h, tdsserver.Options{
 		User: "cdcsnap", Password: "fake-Passw0rd", PacketSize: opts.PacketSize,
-		Logger: opts.Logger, NoRecord: opts.NoRecord, ServerName: "tdsfake",
+		Logger: opts.Logger, NoRecord: opts.NoRecord, ServerName: "tdsfake", Inject: opts.Inject,
 	})
 	if err != nil {
 		return nil, err

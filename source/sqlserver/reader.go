@@ -36,9 +36,19 @@ type rowsReader struct {
 	// same connection; an error it returns ends the read as a failure.
 	atEnd func() error
 	wrap  func(error) error
-	cells []driverValue
-	vals  []any
-	ptrs  []any
+	// resume, when set, is asked to go on after rows failed with err: it
+	// returns the rows to read on with (its own retries done), or the
+	// error to fail with. handed is the rows already returned in batches,
+	// pending those decoded since; restart says the new rows start again
+	// from the first, so the pending rows are dropped (only when handed
+	// is 0).
+	resume func(err error, handed, pending int64) (rows rowSource, restart bool, fail error)
+	// observe, when set, sees each row's driver values once decoded.
+	observe func(vals []any)
+	handed  int64
+	cells   []driverValue
+	vals    []any
+	ptrs    []any
 }
 
 // driverValue is a scan destination that keeps the driver's value as it
@@ -124,8 +134,10 @@ func (r *rowsReader) Next() bool {
 	for r.d.Rows() < r.batch {
 		if !r.rows.Next() {
 			if err := r.rows.Err(); err != nil {
-				r.fail(err)
-				return false
+				if !r.resumed(err) {
+					return false
+				}
+				continue
 			}
 			r.done = true
 			_ = r.rows.Close()
@@ -153,11 +165,35 @@ func (r *rowsReader) Next() bool {
 			r.fail(err)
 			return false
 		}
+		if r.observe != nil {
+			r.observe(r.vals)
+		}
 	}
 	if r.d.Rows() == 0 {
 		return false
 	}
+	r.handed += int64(r.d.Rows())
 	r.cur = r.d.Flush()
+	return true
+}
+
+// resumed asks resume to go on after err; false means the read failed.
+func (r *rowsReader) resumed(err error) bool {
+	if r.resume == nil {
+		r.fail(err)
+		return false
+	}
+	_ = r.rows.Close()
+	r.rows = nil
+	rows, restart, ferr := r.resume(err, r.handed, int64(r.d.Rows()))
+	if ferr != nil {
+		r.fail(ferr)
+		return false
+	}
+	if restart {
+		r.d.Flush().Release()
+	}
+	r.rows = rows
 	return true
 }
 

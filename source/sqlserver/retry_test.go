@@ -86,7 +86,8 @@ func TestRetrierBudget(t *testing.T) {
 		for {
 			ok, err := r.again(ctx, deadlock)
 			if !ok {
-				if !errors.Is(err, deadlock) {
+				var me mssql.Error
+				if !errors.As(err, &me) || me.Number != 1205 {
 					t.Errorf("gave up with %v, want the read's error", err)
 				}
 				break

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/cdcsnap/cdcsnap/internal/mssqlstmt"
 	"github.com/cdcsnap/cdcsnap/keyrange"
@@ -64,6 +65,15 @@ type Options struct {
 	// (FACTS.md F10, F54): the latest image can then lose a row that
 	// exists. The zero value falls back, with a warning.
 	RequireChangeTable bool
+	// Retry is how a range read, a seek or a change read that fails with a
+	// transient error (Transient: a deadlock victim, a lock time-out,
+	// Azure SQL's reconfiguration errors, a broken connection) runs again
+	// on a new connection; the zero value retries DefaultRetryAttempts
+	// times. Each retry is logged as a warning and counted (MetricRetries).
+	Retry Retry
+	// MeterProvider receives the source's metrics (MetricRetries) through
+	// OpenTelemetry's API; nil records none.
+	MeterProvider metric.MeterProvider
 }
 
 // changeTableRetry is how long a capture instance whose change table the
@@ -84,9 +94,10 @@ const zoneRefresh = time.Minute
 // login may read its change table (else it reads changes through
 // cdc.fn_cdc_get_all_changes_<capture instance>).
 type Source struct {
-	db   *sql.DB
-	opts Options
-	log  *slog.Logger
+	db      *sql.DB
+	opts    Options
+	log     *slog.Logger
+	retries retries
 
 	mu          sync.Mutex
 	guid        *bool          // the driver returns RFC byte order; nil until probed
@@ -117,11 +128,18 @@ func New(db *sql.DB, opts Options) (*Source, error) {
 	if opts.ConnPolicy != ResetConn && opts.ConnPolicy != CloseConn {
 		return nil, fmt.Errorf("sqlserver: New: unknown ConnPolicy %d", opts.ConnPolicy)
 	}
+	if err := opts.Retry.validate(); err != nil {
+		return nil, err
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Source{db: db, opts: opts, log: log}, nil
+	r, err := newRetries(opts.MeterProvider)
+	if err != nil {
+		return nil, err
+	}
+	return &Source{db: db, opts: opts, log: log, retries: r}, nil
 }
 
 // guidConversion reports how the driver returns uniqueidentifier bytes,
@@ -464,12 +482,16 @@ func (s *Source) SeekKey(ctx context.Context, ci *source.CaptureInstance, iso so
 	if err != nil {
 		return nil, false, err
 	}
-	cn, err := s.acquire(ctx, iso)
-	if err != nil {
-		return nil, false, err
-	}
-	rs, err := s.run(ctx, cn.c, "seeking the key of "+ci.Name, st)
-	cn.release(err != nil && ctx.Err() != nil)
+	var rs resultSet
+	err = s.retrying(ctx, newRetrier(s.opts.Retry), OpSeekKey, ci.Name, func() error {
+		cn, err := s.acquire(ctx, iso)
+		if err != nil {
+			return err
+		}
+		rs, err = s.run(ctx, cn.c, "seeking the key of "+ci.Name, st)
+		cn.release(err != nil && (ctx.Err() != nil || Transient(err)))
+		return err
+	})
 	if err != nil {
 		return nil, false, err
 	}
@@ -504,26 +526,93 @@ func (s *Source) ReadRange(ctx context.Context, ci *source.CaptureInstance, r ke
 	if err != nil {
 		return nil, fmt.Errorf("sqlserver: capture instance %q: %w", ci.Name, err)
 	}
-	cn, err := s.acquire(ctx, opts.Isolation)
-	if err != nil {
+	// openStmt takes a connection, checks its replica and starts st.
+	openStmt := func(st mssqlstmt.Stmt) (*conn, *sql.Rows, error) {
+		cn, err := s.acquire(ctx, opts.Isolation)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := s.caughtUp(ctx, cn, ci, opts.NotBefore); err != nil {
+			cn.release(ctx.Err() != nil || Transient(err))
+			return nil, nil, err
+		}
+		s.log.DebugContext(ctx, "sqlserver: reading range", "capture_instance", ci.Name, "range", r.String(), "isolation", opts.Isolation.String())
+		rows, err := cn.c.QueryContext(ctx, st.SQL, st.Args...)
+		if err != nil {
+			cn.release(ctx.Err() != nil || Transient(err))
+			return nil, nil, fmt.Errorf("sqlserver: reading %s of %q: %w", r, ci.Name, err)
+		}
+		return cn, rows, nil
+	}
+	rt := newRetrier(s.opts.Retry)
+	var cn *conn
+	var rows *sql.Rows
+	if err := s.retrying(ctx, rt, OpReadRange, ci.Name, func() (err error) {
+		cn, rows, err = openStmt(st)
+		return err
+	}); err != nil {
 		d.Release()
 		return nil, err
 	}
-	if err := s.caughtUp(ctx, cn, ci, opts.NotBefore); err != nil {
-		d.Release()
-		cn.release(ctx.Err() != nil)
-		return nil, err
-	}
-	s.log.DebugContext(ctx, "sqlserver: reading range", "capture_instance", ci.Name, "range", r.String(), "isolation", opts.Isolation.String())
-	rows, err := cn.c.QueryContext(ctx, st.SQL, st.Args...)
-	if err != nil {
-		d.Release()
-		cn.release(ctx.Err() != nil)
-		return nil, fmt.Errorf("sqlserver: reading %s of %q: %w", r, ci.Name, err)
-	}
-	return newRowsReader(d, rows, s.batchRows(opts.BatchRows), func() { cn.release(ctx.Err() != nil) }, func(err error) error {
+	wrap := func(err error) error {
 		return fmt.Errorf("sqlserver: reading %s of %q: %w", r, ci.Name, err)
-	}), nil
+	}
+	rr := newRowsReader(d, rows, s.batchRows(opts.BatchRows), func() {
+		if cn != nil {
+			cn.release(ctx.Err() != nil)
+		}
+	}, wrap)
+	// A read cut by a transient error goes on, on a new connection:
+	// ordered by a unique key (OrderedRange), from the last key it
+	// returned (the row of that key dropped again); otherwise from the
+	// start, as long as no rows went out yet in a batch (an unordered
+	// statement's rest cannot be told from what it returned).
+	pos := &rangePosition{}
+	if mssqlstmt.OrderedRange(ci) {
+		for _, k := range ci.Key {
+			at := 0 // the key column's place in the select list: read columns before it
+			for _, c := range ci.Columns {
+				if c.Name == k {
+					pos.at = append(pos.at, at)
+				}
+				if mssqlstmt.IsRead(c) {
+					at++
+				}
+			}
+		}
+		rr.observe = pos.observe
+	}
+	rr.resume = func(err error, handed, _ int64) (rowSource, bool, error) {
+		cn.release(true)
+		cn = nil
+		from, resumeAt := st, pos.last != nil
+		if resumeAt {
+			lower, ok := lastKeyBound(ci, pos.last, o.guidConversion)
+			if !ok {
+				return nil, false, err
+			}
+			var serr error
+			if from, serr = mssqlstmt.ReadRangeStatement(ci, keyrange.Range{Index: r.Index, Lower: lower, Upper: r.Upper}); serr != nil {
+				return nil, false, errors.Join(err, serr)
+			}
+		} else if handed > 0 {
+			return nil, false, err
+		}
+		for s.again(ctx, rt, OpReadRange, ci.Name, err) {
+			var nrows *sql.Rows
+			if cn, nrows, err = openStmt(from); err != nil {
+				continue
+			}
+			if resumeAt {
+				s.log.InfoContext(ctx, "sqlserver: range read resumed after its last key", "capture_instance", ci.Name, "range", r.String(), "after", fmt.Sprint(pos.last))
+				last := append([]any(nil), pos.last...)
+				return &afterKey{rowSource: nrows, pos: pos, last: last}, false, nil
+			}
+			return nrows, true, nil
+		}
+		return nil, false, err
+	}
+	return rr, nil
 }
 
 // caughtUp checks, on the connection that is about to read, that the
@@ -583,87 +672,69 @@ func (s *Source) ReadChanges(ctx context.Context, ci *source.CaptureInstance, fr
 	if to.Less(from) {
 		return empty()
 	}
-	// One connection for the bounds, the rows and the end check: behind a
-	// listener with read-only routing, two connections can reach two
-	// replicas, and a maximum read on one would clamp a read on another
-	// that has not applied those changes yet, which the caller would never
-	// ask for again (FACTS.md F56).
-	c, err := s.db.Conn(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("sqlserver: taking a connection: %w", err)
-	}
-	closeConn := func() { _ = c.Close() }
-	minLSN := func(ctx context.Context) (lsn.LSN, bool, error) {
-		rs, err := s.run(ctx, c, "fn_cdc_get_min_lsn", mssqlstmt.MinLSNStatement(ci.Name))
-		if err != nil {
-			return lsn.LSN{}, false, err
-		}
-		return parseMinLSN(ci.Name, rs)
-	}
-	min, ok, err := minLSN(ctx)
-	if err != nil {
-		closeConn()
+	rt := newRetrier(s.opts.Retry)
+	var cr *changeRead
+	if err := s.retrying(ctx, rt, OpReadChanges, ci.Name, func() (err error) {
+		cr, err = s.openChanges(ctx, ci, from, to)
+		return err
+	}); err != nil {
 		return nil, err
 	}
-	if !ok {
-		closeConn()
-		s.log.DebugContext(ctx, "sqlserver: minimum LSN is NULL: the capture job has not reached the instance yet", "capture_instance", ci.Name)
-		return empty()
-	}
-	if from.Less(min) {
-		closeConn()
-		return nil, &source.DataLossError{CaptureInstance: ci.Name, Requested: from, MinLSN: min}
-	}
-	rs, err := s.run(ctx, c, "fn_cdc_get_max_lsn", mssqlstmt.MaxLSNStatement())
-	if err != nil {
-		closeConn()
-		return nil, err
-	}
-	max, err := parseLSN("fn_cdc_get_max_lsn", rs)
-	if err != nil {
-		closeConn()
-		return nil, err
-	}
-	if max.LSN.Less(to) {
-		to = max.LSN
-	}
-	if to.Less(from) {
-		closeConn()
+	if cr.rows == nil {
 		return empty()
 	}
 	o, err := s.decodeOptions(ctx, ci.Columns, true)
 	if err != nil {
-		closeConn()
+		cr.rows.Close()
+		cr.close()
 		return nil, err
 	}
-	dataLoss := func(err error) error {
-		if isServerError(err, 313) {
-			// The pool, not c: c may still hold the failed result.
-			m, _, merr := s.MinLSN(context.WithoutCancel(ctx), ci.Name)
-			if merr != nil {
-				m = min
-			}
-			return fmt.Errorf("%w (SQL Server error 313: %v)", &source.DataLossError{CaptureInstance: ci.Name, Requested: from, MinLSN: m}, err)
-		}
-		return fmt.Errorf("sqlserver: changes of %q from %s to %s: %w", ci.Name, from, to, err)
-	}
-	rows, commandID, err := s.queryChanges(ctx, c, ci, from, to)
+	d, err := newChangeDecoder(ci.Columns, o, cr.commandID)
 	if err != nil {
-		closeConn()
-		return nil, dataLoss(err)
-	}
-	d, err := newChangeDecoder(ci.Columns, o, commandID)
-	if err != nil {
-		rows.Close()
-		closeConn()
+		cr.close()
 		return nil, fmt.Errorf("sqlserver: capture instance %q: %w", ci.Name, err)
 	}
-	r := newRowsReader(d, rows, s.batchRows(0), closeConn, dataLoss)
+	var pos lsnPosition
+	r := newRowsReader(d, cr.rows, s.batchRows(0), func() { cr.close() }, func(err error) error { return cr.wrap(ctx, err) })
+	r.observe = pos.observe
+	// A read cut by a transient error goes on from the LSN of the last
+	// row decoded, dropping the rows of that LSN already decoded: within
+	// an LSN the order is fixed (lsnPosition), and the rows up to the
+	// first read's upper bound are already captured, so the second read
+	// returns the same rows.
+	r.resume = func(err error, _, _ int64) (rowSource, bool, error) {
+		cr.close()
+		at, skip := from, int64(0)
+		if pos.lsn != nil {
+			l, lerr := lsn.FromBytes(pos.lsn)
+			if lerr != nil {
+				return nil, false, lerr
+			}
+			at, skip = l, pos.same
+		}
+		for s.again(ctx, rt, OpReadChanges, ci.Name, err) {
+			next, oerr := s.openChanges(ctx, ci, at, cr.to)
+			switch {
+			case oerr != nil:
+				err = oerr
+				continue
+			case next.rows == nil:
+				return nil, false, fmt.Errorf("sqlserver: changes of %q: the read resumed at %s found no minimum LSN", ci.Name, at)
+			case next.commandID != cr.commandID:
+				next.close()
+				return nil, false, fmt.Errorf("sqlserver: changes of %q: the read resumed at %s from %s, not from what it began with: the order within an LSN differs", ci.Name, at, map[bool]string{true: "the change table", false: "the change function"}[next.commandID])
+			}
+			cr = next
+			s.log.InfoContext(ctx, "sqlserver: change read resumed after its last row", "capture_instance", ci.Name, "at", at.String(), "skipped", skip)
+			return &skipRows{rowSource: next.rows, n: skip}, false, nil
+		}
+		return nil, false, err
+	}
 	r.atEnd = func() error {
 		// Cleanup deletes change rows below the minimum it sets: a
 		// minimum above from now means rows this read had not reached may
 		// be gone. Asked on the connection that read them.
-		now, ok, err := minLSN(context.WithoutCancel(ctx))
+		now, ok, err := cr.minLSN(context.WithoutCancel(ctx))
 		if err != nil {
 			return err
 		}
@@ -673,6 +744,103 @@ func (s *Source) ReadChanges(ctx context.Context, ci *source.CaptureInstance, fr
 		return nil
 	}
 	return r, nil
+}
+
+// changeRead is one change read's connection and rows (nil when there is
+// nothing to read: the minimum LSN is still NULL, or the interval is empty
+// once clamped).
+type changeRead struct {
+	s         *Source
+	ci        *source.CaptureInstance
+	from, to  lsn.LSN // to clamped to the maximum LSN
+	min       lsn.LSN
+	c         *sql.Conn
+	rows      *sql.Rows
+	commandID bool
+}
+
+func (cr *changeRead) close() {
+	if cr.c != nil {
+		_ = cr.c.Close()
+		cr.c = nil
+	}
+}
+
+func (cr *changeRead) minLSN(ctx context.Context) (lsn.LSN, bool, error) {
+	rs, err := cr.s.run(ctx, cr.c, "fn_cdc_get_min_lsn", mssqlstmt.MinLSNStatement(cr.ci.Name))
+	if err != nil {
+		return lsn.LSN{}, false, err
+	}
+	return parseMinLSN(cr.ci.Name, rs)
+}
+
+// wrap names the read in err; SQL Server error 313 (the interval is no
+// longer valid: cleanup moved the minimum) is a *source.DataLossError.
+func (cr *changeRead) wrap(ctx context.Context, err error) error {
+	if isServerError(err, 313) {
+		// The pool, not c: c may still hold the failed result.
+		m, _, merr := cr.s.MinLSN(context.WithoutCancel(ctx), cr.ci.Name)
+		if merr != nil {
+			m = cr.min
+		}
+		return fmt.Errorf("%w (SQL Server error 313: %v)", &source.DataLossError{CaptureInstance: cr.ci.Name, Requested: cr.from, MinLSN: m}, err)
+	}
+	return fmt.Errorf("sqlserver: changes of %q from %s to %s: %w", cr.ci.Name, cr.from, cr.to, err)
+}
+
+// openChanges takes a connection and starts the read of the changes of ci
+// from from to to: the minimum LSN first (from below it is a
+// *source.DataLossError, NULL nothing to read), to clamped to the maximum
+// LSN, then the rows, all on that one connection (FACTS.md F56).
+func (s *Source) openChanges(ctx context.Context, ci *source.CaptureInstance, from, to lsn.LSN) (*changeRead, error) {
+	// One connection for the bounds, the rows and the end check: behind a
+	// listener with read-only routing, two connections can reach two
+	// replicas, and a maximum read on one would clamp a read on another
+	// that has not applied those changes yet, which the caller would never
+	// ask for again (FACTS.md F56).
+	c, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlserver: taking a connection: %w", err)
+	}
+	cr := &changeRead{s: s, ci: ci, from: from, to: to, c: c}
+	min, ok, err := cr.minLSN(ctx)
+	if err != nil {
+		cr.close()
+		return nil, err
+	}
+	if !ok {
+		cr.close()
+		s.log.DebugContext(ctx, "sqlserver: minimum LSN is NULL: the capture job has not reached the instance yet", "capture_instance", ci.Name)
+		return cr, nil
+	}
+	cr.min = min
+	if from.Less(min) {
+		cr.close()
+		return nil, &source.DataLossError{CaptureInstance: ci.Name, Requested: from, MinLSN: min}
+	}
+	rs, err := s.run(ctx, c, "fn_cdc_get_max_lsn", mssqlstmt.MaxLSNStatement())
+	if err != nil {
+		cr.close()
+		return nil, err
+	}
+	max, err := parseLSN("fn_cdc_get_max_lsn", rs)
+	if err != nil {
+		cr.close()
+		return nil, err
+	}
+	if max.LSN.Less(cr.to) {
+		cr.to = max.LSN
+	}
+	if cr.to.Less(from) {
+		cr.close()
+		return cr, nil
+	}
+	cr.rows, cr.commandID, err = s.queryChanges(ctx, c, ci, from, cr.to)
+	if err != nil {
+		cr.close()
+		return nil, cr.wrap(ctx, err)
+	}
+	return cr, nil
 }
 
 // changeTableRefused are the errors that mean the login may not read a

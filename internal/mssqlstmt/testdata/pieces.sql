@@ -1,28 +1,34 @@
 -- name: int/whole
-SELECT [id], [amount], [note] FROM [dbo].[orders];
+SELECT [id], [amount], [note] FROM [dbo].[orders]
+ORDER BY [id];
 
 -- name: int/first
 -- @p1 = bigint 100
-SELECT [id], [amount], [note] FROM [dbo].[orders] WHERE [id] < CAST(@p1 AS int);
+SELECT [id], [amount], [note] FROM [dbo].[orders] WHERE [id] < CAST(@p1 AS int)
+ORDER BY [id];
 
 -- name: int/middle
 -- @p1 = bigint 100
 -- @p2 = bigint 200
-SELECT [id], [amount], [note] FROM [dbo].[orders] WHERE [id] >= CAST(@p1 AS int) AND [id] < CAST(@p2 AS int);
+SELECT [id], [amount], [note] FROM [dbo].[orders] WHERE [id] >= CAST(@p1 AS int) AND [id] < CAST(@p2 AS int)
+ORDER BY [id];
 
 -- name: int/last
 -- @p1 = bigint 200
-SELECT [id], [amount], [note] FROM [dbo].[orders] WHERE [id] >= CAST(@p1 AS int);
+SELECT [id], [amount], [note] FROM [dbo].[orders] WHERE [id] >= CAST(@p1 AS int)
+ORDER BY [id];
 
 -- name: composite/only
-SELECT [company], [id], [qty] FROM [dbo].[lines];
+SELECT [company], [id], [qty] FROM [dbo].[lines]
+ORDER BY [company], [id];
 
 -- name: composite/first
 -- @p1 = bigint 3
 -- @p2 = bigint 500
 SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] < CAST(@p1 AS int)
 UNION ALL
-SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] = CAST(@p1 AS int) AND [id] < CAST(@p2 AS bigint);
+SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] = CAST(@p1 AS int) AND [id] < CAST(@p2 AS bigint)
+ORDER BY [company], [id];
 
 -- name: composite/middle
 -- @p1 = bigint 3
@@ -33,54 +39,64 @@ SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] = CAST(@p1 AS i
 UNION ALL
 SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] > CAST(@p1 AS int) AND [company] < CAST(@p3 AS int)
 UNION ALL
-SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] = CAST(@p3 AS int) AND [id] < CAST(@p4 AS bigint) AND [company] > CAST(@p1 AS int);
+SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] = CAST(@p3 AS int) AND [id] < CAST(@p4 AS bigint) AND [company] > CAST(@p1 AS int)
+ORDER BY [company], [id];
 
 -- name: composite/middle_one_company
 -- @p1 = bigint 3
 -- @p2 = bigint 500
 -- @p3 = bigint 900
-SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] = CAST(@p1 AS int) AND [id] >= CAST(@p2 AS bigint) AND [id] < CAST(@p3 AS bigint);
+SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] = CAST(@p1 AS int) AND [id] >= CAST(@p2 AS bigint) AND [id] < CAST(@p3 AS bigint)
+ORDER BY [company], [id];
 
 -- name: composite/last
 -- @p1 = bigint 7
 -- @p2 = bigint 20
 SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] = CAST(@p1 AS int) AND [id] >= CAST(@p2 AS bigint)
 UNION ALL
-SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] > CAST(@p1 AS int);
+SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] > CAST(@p1 AS int)
+ORDER BY [company], [id];
 
 -- name: varchar_greek/first
 -- @p1 = nvarchar N'Δέλτα'
-SELECT [name], [v] FROM [dbo].[snap_greek] WHERE [name] < CAST(@p1 COLLATE Greek_CI_AS AS varchar(20));
+SELECT [name], [v] FROM [dbo].[snap_greek] WHERE [name] < CAST(@p1 COLLATE Greek_CI_AS AS varchar(20))
+ORDER BY [name];
 
 -- name: varchar_greek/middle
 -- @p1 = nvarchar N'Δέλτα'
 -- @p2 = nvarchar N'Λάμδα'
-SELECT [name], [v] FROM [dbo].[snap_greek] WHERE [name] >= CAST(@p1 COLLATE Greek_CI_AS AS varchar(20)) AND [name] < CAST(@p2 COLLATE Greek_CI_AS AS varchar(20));
+SELECT [name], [v] FROM [dbo].[snap_greek] WHERE [name] >= CAST(@p1 COLLATE Greek_CI_AS AS varchar(20)) AND [name] < CAST(@p2 COLLATE Greek_CI_AS AS varchar(20))
+ORDER BY [name];
 
 -- name: varchar_greek/last
 -- @p1 = nvarchar N'Λάμδα'
-SELECT [name], [v] FROM [dbo].[snap_greek] WHERE [name] >= CAST(@p1 COLLATE Greek_CI_AS AS varchar(20));
+SELECT [name], [v] FROM [dbo].[snap_greek] WHERE [name] >= CAST(@p1 COLLATE Greek_CI_AS AS varchar(20))
+ORDER BY [name];
 
 -- name: nvarchar/middle
 -- @p1 = nvarchar N'Ana'
 -- @p2 = nvarchar N'Zoë'
-SELECT [name], [v] FROM [dbo].[people] WHERE [name] >= CAST(@p1 AS nvarchar(50)) AND [name] < CAST(@p2 AS nvarchar(50));
+SELECT [name], [v] FROM [dbo].[people] WHERE [name] >= CAST(@p1 AS nvarchar(50)) AND [name] < CAST(@p2 AS nvarchar(50))
+ORDER BY [name];
 
 -- name: uniqueidentifier/middle
 -- @p1 = nvarchar N'6f9619ff-8b86-d011-b42d-00c04fc964ff'
 -- @p2 = nvarchar N'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'
-SELECT [id], [body] FROM [dbo].[docs] WHERE [id] >= CAST(@p1 AS uniqueidentifier) AND [id] < CAST(@p2 AS uniqueidentifier);
+SELECT [id], [body] FROM [dbo].[docs] WHERE [id] >= CAST(@p1 AS uniqueidentifier) AND [id] < CAST(@p2 AS uniqueidentifier)
+ORDER BY [id];
 
 -- name: datetime2_7/middle
 -- @p1 = datetime2(7) (civil.DateTime) 2024-03-01T12:00:00.123456700
 -- @p2 = datetime2(7) (civil.DateTime) 2024-03-01T12:00:00.123456800
-SELECT [at], [what] FROM [dbo].[events] WHERE [at] >= CAST(@p1 AS datetime2(7)) AND [at] < CAST(@p2 AS datetime2(7));
+SELECT [at], [what] FROM [dbo].[events] WHERE [at] >= CAST(@p1 AS datetime2(7)) AND [at] < CAST(@p2 AS datetime2(7))
+ORDER BY [at];
 
 -- name: guard/case_insensitive_equal
 -- @p1 = nvarchar N'n'
 -- @p2 = bigint 3
 -- @p3 = bigint 5
-SELECT [name], [id] FROM [dbo].[snap_case] WHERE [name] = CAST(@p1 COLLATE Latin1_General_CI_AS AS varchar(10)) AND [id] >= CAST(@p2 AS int) AND [id] < CAST(@p3 AS int);
+SELECT [name], [id] FROM [dbo].[snap_case] WHERE [name] = CAST(@p1 COLLATE Latin1_General_CI_AS AS varchar(10)) AND [id] >= CAST(@p2 AS int) AND [id] < CAST(@p3 AS int)
+ORDER BY [name], [id];
 
 -- name: guard/accent_insensitive
 -- @p1 = nvarchar N'e'
@@ -91,7 +107,8 @@ SELECT [name], [id] FROM [dbo].[snap_accent] WHERE [name] = CAST(@p1 COLLATE Lat
 UNION ALL
 SELECT [name], [id] FROM [dbo].[snap_accent] WHERE [name] > CAST(@p1 COLLATE Latin1_General_CI_AI AS varchar(10)) AND [name] < CAST(@p3 COLLATE Latin1_General_CI_AI AS varchar(10))
 UNION ALL
-SELECT [name], [id] FROM [dbo].[snap_accent] WHERE [name] = CAST(@p3 COLLATE Latin1_General_CI_AI AS varchar(10)) AND [id] < CAST(@p4 AS int) AND [name] > CAST(@p1 COLLATE Latin1_General_CI_AI AS varchar(10));
+SELECT [name], [id] FROM [dbo].[snap_accent] WHERE [name] = CAST(@p3 COLLATE Latin1_General_CI_AI AS varchar(10)) AND [id] < CAST(@p4 AS int) AND [name] > CAST(@p1 COLLATE Latin1_General_CI_AI AS varchar(10))
+ORDER BY [name], [id];
 
 -- name: guard/three_groups
 -- @p1 = nvarchar N'a'
@@ -102,7 +119,8 @@ SELECT [name], [id] FROM [dbo].[snap_case] WHERE [name] = CAST(@p1 COLLATE Latin
 UNION ALL
 SELECT [name], [id] FROM [dbo].[snap_case] WHERE [name] > CAST(@p1 COLLATE Latin1_General_CI_AS AS varchar(10)) AND [name] < CAST(@p3 COLLATE Latin1_General_CI_AS AS varchar(10))
 UNION ALL
-SELECT [name], [id] FROM [dbo].[snap_case] WHERE [name] = CAST(@p3 COLLATE Latin1_General_CI_AS AS varchar(10)) AND [id] < CAST(@p4 AS int) AND [name] > CAST(@p1 COLLATE Latin1_General_CI_AS AS varchar(10));
+SELECT [name], [id] FROM [dbo].[snap_case] WHERE [name] = CAST(@p3 COLLATE Latin1_General_CI_AS AS varchar(10)) AND [id] < CAST(@p4 AS int) AND [name] > CAST(@p1 COLLATE Latin1_General_CI_AS AS varchar(10))
+ORDER BY [name], [id];
 
 -- name: null/lower_null_leading
 -- @p1 = bigint 5
@@ -112,23 +130,27 @@ SELECT [a], [b] FROM [dbo].[nk] WHERE [a] IS NULL AND [b] >= CAST(@p1 AS int) AN
 UNION ALL
 SELECT [a], [b] FROM [dbo].[nk] WHERE [a] IS NOT NULL AND ([a] IS NULL OR [a] < CAST(@p2 AS int))
 UNION ALL
-SELECT [a], [b] FROM [dbo].[nk] WHERE [a] = CAST(@p2 AS int) AND ([b] IS NULL OR [b] < CAST(@p3 AS int)) AND [a] IS NOT NULL;
+SELECT [a], [b] FROM [dbo].[nk] WHERE [a] = CAST(@p2 AS int) AND ([b] IS NULL OR [b] < CAST(@p3 AS int)) AND [a] IS NOT NULL
+ORDER BY [a], [b];
 
 -- name: null/both_null_trailing
 -- @p1 = bigint 1
 -- @p2 = bigint 2
 SELECT [a], [b] FROM [dbo].[nk] WHERE [a] = CAST(@p1 AS int) AND ((([a] IS NULL OR [a] < CAST(@p2 AS int))))
 UNION ALL
-SELECT [a], [b] FROM [dbo].[nk] WHERE [a] > CAST(@p1 AS int) AND ([a] IS NULL OR [a] < CAST(@p2 AS int));
+SELECT [a], [b] FROM [dbo].[nk] WHERE [a] > CAST(@p1 AS int) AND ([a] IS NULL OR [a] < CAST(@p2 AS int))
+ORDER BY [a], [b];
 
 -- name: null/upper_null_leading
 -- @p1 = bigint 7
-SELECT [a], [b] FROM [dbo].[nk] WHERE [a] IS NULL AND ([b] IS NULL OR [b] < CAST(@p1 AS int));
+SELECT [a], [b] FROM [dbo].[nk] WHERE [a] IS NULL AND ([b] IS NULL OR [b] < CAST(@p1 AS int))
+ORDER BY [a], [b];
 
 -- name: null/lower_all_null
 SELECT [a], [b] FROM [dbo].[nk] WHERE [a] IS NULL
 UNION ALL
-SELECT [a], [b] FROM [dbo].[nk] WHERE [a] IS NOT NULL;
+SELECT [a], [b] FROM [dbo].[nk] WHERE [a] IS NOT NULL
+ORDER BY [a], [b];
 
 -- name: weird_names/middle
 -- @p1 = bigint 1
@@ -139,12 +161,14 @@ SELECT [id ]]]]], [ключ], [a b] FROM [sales ]]x].[Ördersё 'q"] WHERE [id ]
 UNION ALL
 SELECT [id ]]]]], [ключ], [a b] FROM [sales ]]x].[Ördersё 'q"] WHERE [id ]]]]] > CAST(@p1 AS int) AND [id ]]]]] < CAST(@p3 AS int)
 UNION ALL
-SELECT [id ]]]]], [ключ], [a b] FROM [sales ]]x].[Ördersё 'q"] WHERE [id ]]]]] = CAST(@p3 AS int) AND [ключ] < CAST(@p4 AS nchar(4)) AND [id ]]]]] > CAST(@p1 AS int);
+SELECT [id ]]]]], [ключ], [a b] FROM [sales ]]x].[Ördersё 'q"] WHERE [id ]]]]] = CAST(@p3 AS int) AND [ключ] < CAST(@p4 AS nchar(4)) AND [id ]]]]] > CAST(@p1 AS int)
+ORDER BY [id ]]]]], [ключ];
 
 -- name: hostile_names/middle
 -- @p1 = bigint 1
 -- @p2 = bigint 9
-SELECT [k;1], [v AS varchar] FROM [dbo;x].[t]]; DROP TABLE t;--] WHERE [k;1] >= CAST(@p1 AS int) AND [k;1] < CAST(@p2 AS int);
+SELECT [k;1], [v AS varchar] FROM [dbo;x].[t]]; DROP TABLE t;--] WHERE [k;1] >= CAST(@p1 AS int) AND [k;1] < CAST(@p2 AS int)
+ORDER BY [k;1];
 
 -- name: empty/equal_bounds
 SELECT [id], [amount], [note] FROM [dbo].[orders] WHERE 1 = 0;
@@ -163,5 +187,6 @@ SELECT [name], [id] FROM [dbo].[tr] WHERE [name] = CAST(@p1 COLLATE Turkish_CI_A
 UNION ALL
 SELECT [name], [id] FROM [dbo].[tr] WHERE [name] > CAST(@p1 COLLATE Turkish_CI_AS AS varchar(10)) AND [name] < CAST(@p3 COLLATE Turkish_CI_AS AS varchar(10))
 UNION ALL
-SELECT [name], [id] FROM [dbo].[tr] WHERE [name] = CAST(@p3 COLLATE Turkish_CI_AS AS varchar(10)) AND [id] < CAST(@p4 AS int) AND [name] > CAST(@p1 COLLATE Turkish_CI_AS AS varchar(10));
+SELECT [name], [id] FROM [dbo].[tr] WHERE [name] = CAST(@p3 COLLATE Turkish_CI_AS AS varchar(10)) AND [id] < CAST(@p4 AS int) AND [name] > CAST(@p1 COLLATE Turkish_CI_AS AS varchar(10))
+ORDER BY [name], [id];
 
