@@ -41,6 +41,13 @@ type Options struct {
 	CaptureEvery int
 	// ManualCapture runs the capture job only when RunCaptureJob is called.
 	ManualCapture bool
+	// SingletonKeyUpdates is SQL Server's trace flag 8207 ("enables
+	// singleton updates for Transactional Replication and CDC"): an update
+	// of one row that changes its key is logged as an update-before (3)
+	// of the old key and an update-after (4) of the new one, where without
+	// it the log holds a delete (1) and an insert (2) (FACTS.md F14). Every
+	// Tx.Update is one row.
+	SingletonKeyUpdates bool
 	// DefaultCollation is the collation of string columns that declare
 	// none; empty means DefaultCollation.
 	DefaultCollation string

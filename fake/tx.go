@@ -276,6 +276,14 @@ func (db *DB) commitLocked(stmts []stmt) (lsn.LSN, error) {
 			if err = insert(nr); err != nil {
 				break
 			}
+			if db.opts.SingletonKeyUpdates {
+				// Trace flag 8207: the key update is logged as an update,
+				// the before image holding the old key (FACTS.md F14).
+				if err = add(t, OperationUpdateBefore, cmd, t.changeImage(OperationUpdateBefore, old.vals, nr.vals), true); err == nil {
+					err = add(t, OperationUpdateAfter, cmd, nr.vals, false)
+				}
+				break
+			}
 			if err = add(t, OperationDelete, cmd, t.changeImage(OperationDelete, old.vals, nil), true); err == nil {
 				err = add(t, OperationInsert, cmd, nr.vals, true)
 			}

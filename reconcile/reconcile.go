@@ -792,8 +792,8 @@ func (c *comparer) mergeTarget(ctx context.Context, rr array.RecordReader, opts 
 				}
 			}
 			o := orderCols.Order(rec, i)
-			if o.Operation == 3 || (from != "" && (o.StartLSN == nil || *o.StartLSN < from)) {
-				continue // an update-before never wins; rows before From are not rebuilt from
+			if from != "" && (o.StartLSN == nil || *o.StartLSN < from) {
+				continue // rows before From are not rebuilt from
 			}
 			ck, err := c.collationKey(k)
 			if err != nil {
@@ -802,13 +802,18 @@ func (c *comparer) mergeTarget(ctx context.Context, rr array.RecordReader, opts 
 			if old, ok := image[ck]; ok && snapshot.CompareOrder(old.order, o) > 0 {
 				continue
 			}
+			// A delete (1) and an update-before (3) remove their key: under
+			// trace flag 8207 an update of the key is logged as 3 and 4, the
+			// before image holding the old key (FACTS.md F14; the after
+			// image of an update that keeps its key follows and wins).
+			gone := o.Operation == 1 || o.Operation == 3
 			row := &keyedRow{key: k, ckey: ck}
-			if o.Operation != 1 { // a delete's values are never compared
+			if !gone { // a removed row's values are never compared
 				if err := c.fill(row, rec, i, cols); err != nil {
 					return nil, err
 				}
 			}
-			image[ck] = &targetRow{keyedRow: row, order: o, delete: o.Operation == 1}
+			image[ck] = &targetRow{keyedRow: row, order: o, delete: gone}
 		}
 	}
 	if err := rr.Err(); err != nil {

@@ -17,8 +17,11 @@ import (
 
 // Order is where a bronze row sorts in the latest-image merge: by
 // (_start_lsn, _command_id, _seqval, _operation), NULLs first. The last row
-// per key wins; a delete (1) removes the key; an update-before (3) never
-// wins. A snapshot row (operation 0, stamped with the snapshot's LSN, NULL
+// per key wins; a delete (1) and an update-before (3) remove their key: under
+// SQL Server's trace flag 8207 an update of a key column is logged as 3 and
+// 4, the before image holding the old key (source/sqlserver/FACTS.md F14),
+// and when the key stays the same the after image (4) follows and wins. A
+// snapshot row (operation 0, stamped with the snapshot's LSN, NULL
 // command id and seqval) sorts before every change read after it.
 type Order struct {
 	StartLSN  *string
@@ -190,11 +193,8 @@ func (im *Image) add(rec arrow.RecordBatch, bronze bool) error {
 			continue
 		}
 		row.order = orderCols.Order(rec, r)
-		switch row.order.Operation {
-		case 3:
-			continue // an update-before never wins
-		case 1:
-			row.delete = true
+		if op := row.order.Operation; op == 1 || op == 3 {
+			row.delete = true // 3: the old key of a key update under trace flag 8207
 		}
 		if old, ok := im.rows[k]; ok && CompareOrder(old.order, row.order) > 0 {
 			continue
