@@ -64,7 +64,7 @@ func TestBootstrapConvergesOverTheWire(t *testing.T) {
 		w := testworld.New(t, r, sh, r.IntN(150))
 		stop := w.ChangeBetweenPages(t, rand.New(rand.NewPCG(r.Uint64(), 3)), r.IntN(4))
 		deny := r.IntN(3) == 0
-		src, _, _ := serve(t, w.DB, tdsfake.Options{PageRows: 1 + r.IntN(20), DenyChangeTables: deny}, sqlserver.Options{})
+		src, _, _ := serve(t, w.DB, tdsfake.Options{PageRows: 1 + r.IntN(20), DenyChangeTables: deny}, sqlserver.Options{AllowChangeFunction: deny})
 		iso := source.ReadCommitted
 		if r.IntN(4) == 0 {
 			iso = source.Snapshot
@@ -159,7 +159,7 @@ func TestPollAcrossDataLossOverTheWire(t *testing.T) {
 			}
 		}
 	}
-	src, srv, _ := serve(t, w.DB, tdsfake.Options{DenyChangeTables: true, BeforeServe: hook}, sqlserver.Options{})
+	src, srv, _ := serve(t, w.DB, tdsfake.Options{DenyChangeTables: true, BeforeServe: hook}, sqlserver.Options{AllowChangeFunction: true})
 	dst := fake.NewMemSink()
 	defer dst.Close()
 	from, _, err := snapshot.Bootstrap(ctx, src, dst, snapshot.Options{CaptureInstance: w.CI, Partitions: 3})

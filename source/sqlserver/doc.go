@@ -32,8 +32,15 @@
 //     changes" (F07).
 //   - Changes come from the change table ordered by __$command_id within a
 //     transaction, where __$seqval alone can put an update's insert before
-//     its delete (F10); a login without SELECT on it reads through the
-//     change function, ordered by __$seqval, and the reason is logged once.
+//     its delete (F10); a login without SELECT on it gets an error wrapping
+//     ErrChangeTableDenied naming the grant, unless
+//     Options.AllowChangeFunction lets it read through the change function,
+//     ordered by __$seqval, with a warning (F54).
+//   - A read that fails with a transient error (a deadlock victim, a lock
+//     time-out, Azure SQL's reconfiguration errors, a broken connection)
+//     runs again on a new connection (Options.Retry): a range read ordered
+//     by its key after the last key it returned, a change read after its
+//     last row; each retry is logged and counted (F80, F81).
 //   - Computed columns are NULL in every change row, so snapshots read them
 //     as NULL too; large-object columns are NULL in some change rows; every
 //     bronze column is nullable (F13, F52).

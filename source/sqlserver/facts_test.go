@@ -177,7 +177,7 @@ func TestChangesComeFromTheChangeTableWithCommandID(t *testing.T) {
 	l := mustLSN("0x0000002A00000F380010")
 	ts := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
-	deny := false
+	deny, denyNumber := false, int32(229)
 	var ran []string
 	f := &fakeDB{handler: func(q string, args []any) ([]string, [][]any, error) {
 		mu.Lock()
@@ -194,6 +194,9 @@ func TestChangesComeFromTheChangeTableWithCommandID(t *testing.T) {
 		case strings.Contains(q, "FROM [cdc].[dbo_Orders_CT] AS [c]"):
 			ran = append(ran, "change table")
 			if deny {
+				if denyNumber == 208 {
+					return nil, nil, mssql.Error{Number: 208, Message: "Invalid object name 'cdc.dbo_Orders_CT'."}
+				}
 				return nil, nil, mssql.Error{Number: 229, Message: "The SELECT permission was denied on the object 'dbo_Orders_CT', database 'shop', schema 'cdc'."}
 			}
 			// One UPDATE of a unique key: its delete (command 1) and insert
@@ -234,7 +237,7 @@ func TestChangesComeFromTheChangeTableWithCommandID(t *testing.T) {
 	if got := read(owner); len(got) != 2 || got[0] != [2]string{"1", "1"} || got[1] != [2]string{"2", "2"} {
 		t.Fatalf("from the change table: (operation, command id) %v, want the delete (1, 1) then the insert (2, 2)", got)
 	}
-	reader, logs := newTestSource(t, f, Options{})
+	reader, logs := newTestSource(t, f, Options{AllowChangeFunction: true})
 	mu.Lock()
 	deny, ran = true, nil
 	mu.Unlock()
@@ -251,15 +254,30 @@ func TestChangesComeFromTheChangeTableWithCommandID(t *testing.T) {
 	if n := strings.Count(logs.String(), "level=WARN msg=\"sqlserver: the login may not read the change table"); n != 1 || !strings.Contains(logs.String(), "SELECT permission was denied") {
 		t.Errorf("the fallback was warned about %d times, want once with its reason:\n%s", n, logs)
 	}
-	// Options.RequireChangeTable refuses the fallback, naming the grant.
-	strict, _ := newTestSource(t, f, Options{RequireChangeTable: true})
+	// 208 (the object is not found) also comes from an instance dropped or
+	// re-created since it was described: not remembered, the next read
+	// tries the change table again.
+	gone, _ := newTestSource(t, f, Options{AllowChangeFunction: true})
+	mu.Lock()
+	denyNumber, ran = 208, nil
+	mu.Unlock()
+	read(gone)
+	read(gone)
+	mu.Lock()
+	if strings.Join(ran, ",") != "change table,function,change table,function" {
+		t.Errorf("after error 208, statements ran %q: want the change table tried on each read", ran)
+	}
+	denyNumber = 229
+	mu.Unlock()
+	// By default the fallback is refused, naming the grant.
+	strict, _ := newTestSource(t, f, Options{})
 	rr, err := strict.ReadChanges(ctx, readTestInstance(), mustLSN("0x0000002A00000F380001"), lsn.Max)
 	if err == nil {
 		rr.Release()
-		t.Fatal("RequireChangeTable read through the change function")
+		t.Fatal("the default read through the change function")
 	}
-	if !strings.Contains(err.Error(), "grant SELECT on it") || !strings.Contains(err.Error(), "cdc.[dbo_Orders_CT]") {
-		t.Errorf("RequireChangeTable: %v, want the grant named", err)
+	if !errors.Is(err, ErrChangeTableDenied) || !strings.Contains(err.Error(), "GRANT SELECT ON SCHEMA::cdc") || !strings.Contains(err.Error(), "cdc.[dbo_Orders_CT]") {
+		t.Errorf("default: %v, want ErrChangeTableDenied naming the grant", err)
 	}
 }
 

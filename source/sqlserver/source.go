@@ -57,14 +57,16 @@ type Options struct {
 	// converts, so commits from before a clock change, read after it, come
 	// out an hour off (F37).
 	ServerTimeZone *time.Location
-	// RequireChangeTable makes ReadChanges fail, naming the grant it
-	// needs, when the login may not read the capture instance's change
-	// table, instead of reading cdc.fn_cdc_get_all_changes_<instance>.
-	// That function has no __$command_id, and ordered by __$seqval an
-	// update logged as a delete and an insert can put the insert first
-	// (FACTS.md F10, F54): the latest image can then lose a row that
-	// exists. The zero value falls back, with a warning.
-	RequireChangeTable bool
+	// AllowChangeFunction lets ReadChanges read a capture instance whose
+	// change table the login may not read through
+	// cdc.fn_cdc_get_all_changes_<instance> instead, with a warning. That
+	// function has no __$command_id, and orders the rows of one
+	// transaction by __$seqval, which Microsoft's documentation says not to
+	// use for ordering (FACTS.md F10, F54): the latest image then depends on
+	// an order nobody documents. The zero value refuses, with an error
+	// wrapping ErrChangeTableDenied that names the grant (README,
+	// "Permissions").
+	AllowChangeFunction bool
 	// Retry is how a range read, a seek or a change read that fails with a
 	// transient error (Transient: a deadlock victim, a lock time-out,
 	// Azure SQL's reconfiguration errors, a broken connection) runs again
@@ -75,6 +77,12 @@ type Options struct {
 	// OpenTelemetry's API; nil records none.
 	MeterProvider metric.MeterProvider
 }
+
+// ErrChangeTableDenied means the login may not read a capture instance's
+// change table, cdc.[<capture instance>_CT], and Options.AllowChangeFunction
+// is not set. Grant SELECT on schema cdc (or on the change table) to the
+// login.
+var ErrChangeTableDenied = errors.New("the login may not read the change table")
 
 // changeTableRetry is how long a capture instance whose change table the
 // login could not read is read through the change function before the
@@ -661,8 +669,11 @@ func (s *Source) caughtUp(ctx context.Context, cn *conn, ci *source.CaptureInsta
 // LSN (ChangeTableStatement), where the login may read it; otherwise, and
 // on a server whose change tables lack __$command_id, from
 // cdc.fn_cdc_get_all_changes_<ci> (ChangesStatement), with _command_id
-// NULL, a warning logged (or an error, with Options.RequireChangeTable);
-// the change table is tried again after five minutes.
+// NULL and a warning logged, when Options.AllowChangeFunction allows it
+// (else an error wrapping ErrChangeTableDenied); a denied change table
+// (229, 230) is tried again after five minutes, one that was not found
+// (208, 207: a dropped or re-created instance as much as a missing grant)
+// on the next read.
 func (s *Source) ReadChanges(ctx context.Context, ci *source.CaptureInstance, from, to lsn.LSN) (array.RecordReader, error) {
 	schema, err := source.ChangeSchema(ci.Columns)
 	if err != nil {
@@ -846,13 +857,19 @@ func (s *Source) openChanges(ctx context.Context, ci *source.CaptureInstance, fr
 // changeTableRefused are the errors that mean the login may not read a
 // change table directly, or the server's change tables lack
 // __$command_id: 229 (SELECT permission denied), 230 (denied on a column),
-// 208 (invalid object name: a table the login may not see), 207 (invalid
-// column name). FACTS.md F21.
+// 208 (invalid object name: a table the login may not see, or an instance
+// dropped meanwhile), 207 (invalid column name). FACTS.md F21.
 var changeTableRefused = []int32{229, 230, 208, 207}
 
+// changeTableDenied are the refusals that certainly concern the grant, and
+// so are remembered (changeTableRetry); 208 and 207 also come from an
+// instance dropped or re-created since it was described, which the next
+// read should see afresh.
+var changeTableDenied = []int32{229, 230}
+
 // queryChanges runs the change read: the change table where the login may
-// read it, else (unless Options.RequireChangeTable) the change function.
-// commandID says which ran. A refusal is remembered for changeTableRetry.
+// read it, else (with Options.AllowChangeFunction) the change function.
+// commandID says which ran.
 func (s *Source) queryChanges(ctx context.Context, q querier, ci *source.CaptureInstance, from, to lsn.LSN) (rows *sql.Rows, commandID bool, err error) {
 	s.mu.Lock()
 	st, tried := s.changeTable[ci.Name]
@@ -874,13 +891,15 @@ func (s *Source) queryChanges(ctx context.Context, q querier, ci *source.Capture
 		if !slices.ContainsFunc(changeTableRefused, func(n int32) bool { return isServerError(err, n) }) {
 			return nil, false, err
 		}
-		if s.opts.RequireChangeTable {
-			return nil, false, fmt.Errorf("the login may not read the change table cdc.[%s_CT] (grant SELECT on it, or on schema cdc), and Options.RequireChangeTable refuses cdc.fn_cdc_get_all_changes_%s, which has no __$command_id: %w", ci.Name, ci.Name, err)
+		if !s.opts.AllowChangeFunction {
+			return nil, false, fmt.Errorf("%w cdc.[%s_CT]: GRANT SELECT ON SCHEMA::cdc TO <login> (or SELECT on that table); cdc.fn_cdc_get_all_changes_%s has no __$command_id and orders a transaction's rows by __$seqval, which the documentation says not to use for ordering (FACTS.md F10, F54), so it is read only with Options.AllowChangeFunction: %w", ErrChangeTableDenied, ci.Name, ci.Name, err)
 		}
 		if st.refused == "" {
-			s.log.WarnContext(ctx, "sqlserver: the login may not read the change table: reading changes through cdc.fn_cdc_get_all_changes_<capture instance>, which has no __$command_id; ordered by __$seqval, an update logged as a delete and an insert can put the insert first and the latest image then loses that row (FACTS.md F10, F54). Grant SELECT on the change table (or schema cdc), or set Options.RequireChangeTable", "capture_instance", ci.Name, "change_table", "cdc."+ci.Name+"_CT", "reason", err.Error())
+			s.log.WarnContext(ctx, "sqlserver: the login may not read the change table: reading changes through cdc.fn_cdc_get_all_changes_<capture instance> (Options.AllowChangeFunction), which has no __$command_id and orders a transaction's rows by __$seqval (FACTS.md F10, F54). GRANT SELECT ON SCHEMA::cdc to the login", "capture_instance", ci.Name, "change_table", "cdc."+ci.Name+"_CT", "reason", err.Error())
 		}
-		s.rememberChangeTable(ci.Name, err.Error())
+		if slices.ContainsFunc(changeTableDenied, func(n int32) bool { return isServerError(err, n) }) {
+			s.rememberChangeTable(ci.Name, err.Error())
+		}
 	}
 	stmt, err := mssqlstmt.ChangesStatement(ci, from, to)
 	if err != nil {

@@ -197,7 +197,7 @@ func TestReadChangesDataLoss(t *testing.T) {
 	}}
 	db := f.open()
 	defer db.Close()
-	s, _ := New(db, Options{})
+	s, _ := New(db, Options{AllowChangeFunction: true})
 	ci := readTestInstance()
 	ctx := context.Background()
 

@@ -665,7 +665,12 @@ func readChanges(t *testing.T, c context.Context, s *sqlserver.Source, ci *sourc
 // is 0x00…: an *source.AccessError, never "no changes" (F01, F07).
 func TestLeastPrivilege(t *testing.T) {
 	admin, _ := open(t, "CDCSNAP_MSSQL_DSN")
-	_, s, logs := openWith(t, "CDCSNAP_MSSQL_READER_DSN", nil)
+	rdb, strict, _ := openWith(t, "CDCSNAP_MSSQL_READER_DSN", nil)
+	logs := &logBuffer{}
+	s, err := sqlserver.New(rdb, sqlserver.Options{AllowChangeFunction: true, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := ctx(t)
 	greekPartitions(t, s)
 	ci, err := s.CaptureInstance(c, "dbo_snap_keyupd")
@@ -679,6 +684,14 @@ func TestLeastPrivilege(t *testing.T) {
 	id := freshID(t, c, admin, "dbo.snap_keyupd")
 	if _, err := admin.ExecContext(c, "INSERT INTO dbo.snap_keyupd (id, v) VALUES (@p1, 1)", id); err != nil {
 		t.Fatal(err)
+	}
+	// By default the change function is refused, naming the grant
+	// (FACTS.md F54).
+	if rr, err := strict.ReadChanges(c, ci, from, lsn.Max); err == nil {
+		rr.Release()
+		t.Error("the default source read changes without SELECT on the change table")
+	} else if !errors.Is(err, sqlserver.ErrChangeTableDenied) || !strings.Contains(err.Error(), "GRANT SELECT ON SCHEMA::cdc") {
+		t.Errorf("default source: %v, want sqlserver.ErrChangeTableDenied naming the grant", err)
 	}
 	changes := waitForChanges(t, c, s, ci, from, 1)
 	if changes[0].op != 2 || changes[0].id != id || changes[0].commandID {
