@@ -192,23 +192,30 @@ func resume(ctx context.Context, src source.Source, ps sink.PartialSink, replace
 			continue
 		}
 		prep := &Prepared{Plan: plan, Resumed: true}
-		have := make([]bool, len(plan.Ranges))
-		for _, part := range p.Parts {
-			if part.PlanID == plan.ID && part.Partition >= 0 && part.Partition < len(have) && !have[part.Partition] {
-				have[part.Partition] = true
-				prep.Done = append(prep.Done, part)
-			}
-		}
-		for i, ok := range have {
-			if !ok {
-				prep.Todo = append(prep.Todo, i)
-			}
-		}
+		prep.Done, prep.Todo = partsLeft(plan, p)
 		opts.Logger.InfoContext(ctx, "resuming a partial snapshot", "capture_instance", opts.CaptureInstance, "plan_id", plan.ID, "lsn", plan.LSN,
 			"partitions", len(plan.Ranges), "written", len(prep.Done), "lost", len(p.Lost), "to_read", len(prep.Todo), "age", time.Since(p.Created).Round(time.Second))
 		return prep, nil
 	}
 	return nil, fmt.Errorf("snapshot %q: gave up after abandoning %d partial snapshots", opts.CaptureInstance, maxAbandoned)
+}
+
+// partsLeft returns the parts of p written for plan, in partition order
+// (one per partition), and the partitions left to read.
+func partsLeft(plan *Plan, p sink.Partial) (done []sink.Part, todo []int) {
+	have := make([]bool, len(plan.Ranges))
+	for _, part := range p.Parts {
+		if part.PlanID == plan.ID && part.Partition >= 0 && part.Partition < len(have) && !have[part.Partition] {
+			have[part.Partition] = true
+			done = append(done, part)
+		}
+	}
+	for i, ok := range have {
+		if !ok {
+			todo = append(todo, i)
+		}
+	}
+	return done, todo
 }
 
 // usablePartial decodes p's plan and says why it may not be resumed ("" if
