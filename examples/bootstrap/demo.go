@@ -7,10 +7,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/cdcsnap/cdcsnap/fake"
 	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 )
@@ -19,6 +21,18 @@ const (
 	demoTable    = "sales.orders"
 	demoInstance = "sales_orders"
 )
+
+// demoColumns are sales.orders' columns.
+var demoColumns = []fake.ColumnDef{
+	{Name: "region", Type: "varchar(16)", Collation: "SQL_Latin1_General_CP1_CI_AS"},
+	{Name: "order_id", Type: "bigint"},
+	{Name: "customer", Type: "nvarchar(100)", Nullable: true},
+	{Name: "amount", Type: "decimal(18,4)", Nullable: true},
+	{Name: "placed_at", Type: "datetime2(7)"},
+	{Name: "ship_date", Type: "date", Nullable: true},
+	{Name: "express", Type: "bit"},
+	{Name: "ref", Type: "uniqueidentifier"},
+}
 
 var demoRegions = []string{"AMER-East", "AMER-West", "APAC", "EMEA-North", "EMEA-South", "LATAM"}
 
@@ -35,16 +49,7 @@ type demoDB struct {
 
 func newDemo(rows int) (*demoDB, error) {
 	db := fake.New(fake.Options{Start: time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC), Tick: 250 * time.Millisecond})
-	err := db.CreateTable(fake.TableDef{Schema: "sales", Name: "orders", Key: []string{"region", "order_id"}, Columns: []fake.ColumnDef{
-		{Name: "region", Type: "varchar(16)", Collation: "SQL_Latin1_General_CP1_CI_AS"},
-		{Name: "order_id", Type: "bigint"},
-		{Name: "customer", Type: "nvarchar(100)", Nullable: true},
-		{Name: "amount", Type: "decimal(18,4)", Nullable: true},
-		{Name: "placed_at", Type: "datetime2(7)"},
-		{Name: "ship_date", Type: "date", Nullable: true},
-		{Name: "express", Type: "bit"},
-		{Name: "ref", Type: "uniqueidentifier"},
-	}})
+	err := db.CreateTable(fake.TableDef{Schema: "sales", Name: "orders", Key: []string{"region", "order_id"}, Columns: demoColumns})
 	if err != nil {
 		return nil, err
 	}
@@ -174,10 +179,59 @@ func verifyImage(ctx context.Context, db *fake.DB, instance string, table *delta
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := snapshot.ReadImage(ctx, got, rr, true); err != nil {
+	defer rr.Release()
+	// A bronze table may hold other capture instances' rows (another
+	// table's, or the same table's older instance): only this instance's
+	// rows are its image, as reconcile compares them.
+	for rr.Next() {
+		if err := addInstanceRows(ctx, got, rr.RecordBatch(), instance); err != nil {
+			return 0, nil, err
+		}
+	}
+	if err := rr.Err(); err != nil {
 		return 0, nil, err
 	}
 	return want.Len(), want.Diff(got, 10), nil
+}
+
+// addInstanceRows adds the rows of rec whose _capture_instance is
+// instance (sink.SameInstance) to im, each run of them as one slice.
+func addInstanceRows(ctx context.Context, im *snapshot.Image, rec arrow.RecordBatch, instance string) error {
+	j := rec.Schema().FieldIndices(sink.ColCaptureInstance)
+	if len(j) != 1 {
+		return fmt.Errorf("the table has no column %s: not a bronze table", sink.ColCaptureInstance)
+	}
+	col, ok := rec.Column(j[0]).(*array.String)
+	if !ok {
+		return fmt.Errorf("column %s is %s, not a string", sink.ColCaptureInstance, rec.Column(j[0]).DataType())
+	}
+	var runs []arrow.RecordBatch
+	defer func() {
+		for _, r := range runs {
+			r.Release()
+		}
+	}()
+	n := int(rec.NumRows())
+	for i := 0; i < n; {
+		if col.IsNull(i) || !sink.SameInstance(col.Value(i), instance) {
+			i++
+			continue
+		}
+		k := i + 1
+		for k < n && col.IsValid(k) && sink.SameInstance(col.Value(k), instance) {
+			k++
+		}
+		runs = append(runs, rec.NewSlice(int64(i), int64(k)))
+		i = k
+	}
+	if len(runs) == 0 {
+		return nil
+	}
+	rr, err := array.NewRecordReader(rec.Schema(), runs)
+	if err != nil {
+		return err
+	}
+	return snapshot.ReadImage(ctx, im, rr, true)
 }
 
 // countingReader counts the rows that pass through it.

@@ -49,49 +49,151 @@ import (
 )
 
 type config struct {
-	target     string
-	dsn        string
-	serverTZ   string
-	instance   string
-	rows       int
-	partitions int
-	resnapshot bool
-	verbose    bool
-	progress   time.Duration
-	sourceOut  string
-	create     delta.CreateOptions
-	many       manyConfig
+	target         string
+	dsn            string
+	serverTZ       string
+	instance       string
+	rows           int
+	partitions     int
+	resnapshot     bool
+	discardPartial bool
+	planOnly       bool
+	verbose        bool
+	progress       time.Duration
+	sourceOut      string
+	create         delta.CreateOptions
+	many           manyConfig
 }
 
 func main() {
-	var cfg config
-	flag.StringVar(&cfg.target, "target", "./bronze", "Delta table URL: a folder, file://, mem://, s3://, gs:// or azblob://")
-	flag.StringVar(&cfg.dsn, "dsn", "", "SQL Server connection string (sqlserver://...); empty: the embedded demo fake")
-	flag.StringVar(&cfg.serverTZ, "server-time-zone", "", "with -dsn: the SQL Server machine's IANA time zone (commit times are its local wall clock); empty: its current UTC offset, wrong across daylight saving time")
-	flag.StringVar(&cfg.instance, "capture-instance", "sales_orders", "capture instance to snapshot")
-	flag.IntVar(&cfg.rows, "rows", 300_000, "rows in the demo fake's table (ignored with -dsn)")
-	flag.IntVar(&cfg.partitions, "partitions", 4, "key ranges read in parallel")
-	flag.BoolVar(&cfg.resnapshot, "resnapshot", false, "take a new snapshot even if the table holds one")
-	flag.BoolVar(&cfg.verbose, "v", false, "log decisions (partition strategy, commits) to stderr")
-	flag.DurationVar(&cfg.progress, "progress", time.Second, "interval of plain progress lines when stderr is not a terminal")
-	flag.StringVar(&cfg.sourceOut, "source-parquet", "", "also write the demo source table's final rows to this Parquet file (for checks with other readers)")
-	partitionBy := flag.String("partition-by", "", "when the job creates the table: captured columns to partition it by, comma-separated (e.g. region)")
-	features := flag.String("features", "", "when the job creates the table: Delta table features, comma-separated (e.g. deletionVectors,inCommitTimestamp,rowTracking, Databricks' defaults; see delta.CreateOptions)")
-	flag.StringVar(&cfg.many.instances, "instances", "", "many instances: \"all\", or capture instances to bootstrap, comma-separated (each into its own table; see -target)")
-	flag.StringVar(&cfg.many.schemas, "schemas", "", "many instances: only those of tables in these schemas, comma-separated")
-	flag.StringVar(&cfg.many.match, "match", "", "many instances: only those whose names match these patterns, comma-separated (path.Match syntax, ignoring case: 'dbo_*')")
-	flag.IntVar(&cfg.many.tables, "tables", 4, "many instances: tables bootstrapped at once")
-	flag.IntVar(&cfg.many.connections, "connections", 8, "many instances: source connections in use at once, every table together (with -dsn, the pool's limit too)")
-	flag.IntVar(&cfg.many.demoTables, "demo-tables", 24, "many instances: tables in the demo fake (ignored with -dsn); -rows is their total")
-	flag.Parse()
-	cfg.create = delta.CreateOptions{PartitionBy: splitList(*partitionBy), Features: splitList(*features)}
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, cfg, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "bootstrap:", err)
-		os.Exit(1)
+	go func() {
+		// A second Ctrl-C ends the process at once.
+		<-ctx.Done()
+		stop()
+	}()
+	os.Exit(runMain(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// Exit codes of the job.
+const (
+	exitOK          = 0
+	exitFailed      = 1   // the run failed; what to do is in the message
+	exitUsage       = 2   // bad flags: nothing was read or written
+	exitInterrupted = 130 // Ctrl-C (128 + SIGINT, as shells report it)
+)
+
+// runMain is the whole command: it parses args, runs the job, prints an
+// error as one line (plus what to do) on stderr, and returns the exit code.
+func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseArgs(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
 	}
+	if err != nil {
+		fmt.Fprintln(stderr, "bootstrap:", err)
+		return exitUsage
+	}
+	err = run(ctx, cfg, stdout, stderr)
+	if err == nil {
+		return exitOK
+	}
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		fmt.Fprintln(stderr, "bootstrap: interrupted: nothing was committed; rerun the same command to resume (partitions already written are kept and not read again)")
+		return exitInterrupted
+	}
+	fmt.Fprintln(stderr, "bootstrap:", err)
+	return exitFailed
+}
+
+// parseArgs reads the flags and refuses, before any I/O, values that
+// cannot work and flags the chosen mode would ignore.
+func parseArgs(args []string, stderr io.Writer) (config, error) {
+	var cfg config
+	fs := flag.NewFlagSet("bootstrap", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.target, "target", "./bronze", "Delta table URL: a folder, file://, mem://, s3://, gs:// or azblob://")
+	fs.StringVar(&cfg.dsn, "dsn", "", "SQL Server connection string (sqlserver://...); empty: the embedded demo fake")
+	fs.StringVar(&cfg.serverTZ, "server-time-zone", "", "with -dsn: the SQL Server machine's IANA time zone (commit times are its local wall clock); empty: its current UTC offset, wrong across daylight saving time")
+	fs.StringVar(&cfg.instance, "capture-instance", "", "with -dsn: the capture instance to snapshot (the demo's is "+demoInstance+")")
+	fs.IntVar(&cfg.rows, "rows", 300_000, "rows in the demo fake's table (without -dsn)")
+	fs.IntVar(&cfg.partitions, "partitions", 4, fmt.Sprintf("key ranges read in parallel (1 to %d; a small table gets fewer)", maxPartitions))
+	fs.BoolVar(&cfg.resnapshot, "resnapshot", false, "take a new snapshot even if the table holds one")
+	fs.BoolVar(&cfg.discardPartial, "discard-partial", false, "abandon a partial snapshot an interrupted run left in the table instead of resuming it (its files are never committed)")
+	fs.BoolVar(&cfg.planOnly, "plan", false, "plan only: connect, check permissions, print the capture instance, its key, the plan and the table's state; read no row and write nothing")
+	fs.BoolVar(&cfg.verbose, "v", false, "log decisions (partition strategy, commits) to stderr")
+	fs.DurationVar(&cfg.progress, "progress", time.Second, "interval of plain progress lines when stderr is not a terminal")
+	fs.StringVar(&cfg.sourceOut, "source-parquet", "", "also write the demo source table's final rows to this Parquet file (for checks with other readers)")
+	partitionBy := fs.String("partition-by", "", "when the job creates the table: captured columns to partition it by, comma-separated (e.g. region)")
+	features := fs.String("features", "", "when the job creates the table: Delta table features, comma-separated (e.g. deletionVectors,inCommitTimestamp,rowTracking, Databricks' defaults; see delta.CreateOptions)")
+	fs.StringVar(&cfg.many.instances, "instances", "", "many instances: \"all\", or capture instances to bootstrap, comma-separated (each into its own table; see -target)")
+	fs.StringVar(&cfg.many.schemas, "schemas", "", "many instances: only those of tables in these schemas, comma-separated")
+	fs.StringVar(&cfg.many.match, "match", "", "many instances: only those whose names match these patterns, comma-separated (path.Match syntax, ignoring case: 'dbo_*')")
+	fs.IntVar(&cfg.many.tables, "tables", 4, "many instances: tables bootstrapped at once")
+	fs.IntVar(&cfg.many.connections, "connections", 8, "many instances: source connections in use at once, every table together (with -dsn, the pool's limit too)")
+	fs.IntVar(&cfg.many.demoTables, "demo-tables", 24, "many instances: tables in the demo fake (without -dsn); -rows is their total")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected argument %q: every setting is a flag (-target %s, ...; -h lists them)", fs.Arg(0), fs.Arg(0))
+	}
+	cfg.create = delta.CreateOptions{PartitionBy: splitList(*partitionBy), Features: splitList(*features)}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return cfg, cfg.validate(set)
+}
+
+// maxPartitions bounds -partitions: each partition is a query and at least
+// one data file, and more than this only adds overhead.
+const maxPartitions = 1024
+
+// validate refuses values that cannot work and flags the chosen mode
+// would ignore; set holds the flags given on the command line.
+func (cfg config) validate(set map[string]bool) error {
+	demo, many := cfg.dsn == "", cfg.many.on()
+	switch {
+	case strings.TrimSpace(cfg.target) == "":
+		return errors.New("-target is empty: name a folder or a bucket URL (s3://, gs://, azblob://)")
+	case cfg.partitions < 1 || cfg.partitions > maxPartitions:
+		return fmt.Errorf("-partitions %d: want 1 to %d (each partition is one query and at least one file)", cfg.partitions, maxPartitions)
+	case demo && cfg.rows < 1:
+		return fmt.Errorf("-rows %d: the demo table needs at least 1 row", cfg.rows)
+	case cfg.progress <= 0:
+		return fmt.Errorf("-progress %s: want a positive interval, such as 1s", cfg.progress)
+	case many && (cfg.many.tables < 1 || cfg.many.connections < 1):
+		return fmt.Errorf("-tables %d and -connections %d: want at least 1 each", cfg.many.tables, cfg.many.connections)
+	case many && demo && cfg.many.demoTables < 1:
+		return fmt.Errorf("-demo-tables %d: want at least 1", cfg.many.demoTables)
+	case !demo && !many && strings.TrimSpace(cfg.instance) == "":
+		return errors.New("-dsn needs -capture-instance NAME, the capture instance to snapshot (sys.sp_cdc_help_change_data_capture lists them), or -instances all")
+	case cfg.planOnly && cfg.resnapshot:
+		return errors.New("-plan with -resnapshot: -plan shows what a run would do; drop -resnapshot, or run without -plan")
+	}
+	// Flags the chosen mode would ignore: refused rather than ignored, so
+	// a run never does something other than what was asked.
+	type rule struct {
+		flag, why string
+		ignored   bool
+	}
+	for _, r := range []rule{
+		{"capture-instance", "names a capture instance on SQL Server: add -dsn sqlserver://... (the demo's only instance is " + demoInstance + ")", demo && !many && cfg.instance != demoInstance},
+		{"capture-instance", "is for one instance: with -instances, -schemas or -match, list instances with -instances", many},
+		{"server-time-zone", "is SQL Server's zone: add -dsn sqlserver://...", demo},
+		{"rows", "sizes the demo table: with -dsn the table is the server's", !demo},
+		{"demo-tables", "sizes the many-instance demo: with -dsn the tables are the server's", !demo},
+		{"demo-tables", "is for the many-instance demo: add -instances all", !many},
+		{"source-parquet", "writes the demo's source table: it needs the one-table demo (no -dsn, no -instances)", !demo || many},
+		{"tables", "is for many instances: add -instances, -schemas or -match", !many},
+		{"connections", "is for many instances: add -instances, -schemas or -match", !many},
+		{"plan", "shows one capture instance's plan: drop -instances, -schemas and -match", many},
+		{"discard-partial", "is for one capture instance: drop -instances, -schemas and -match", many},
+	} {
+		if r.ignored && set[r.flag] {
+			return fmt.Errorf("-%s %s", r.flag, r.why)
+		}
+	}
+	return nil
 }
 
 // newProgressPrinter shows progress on w: redrawn in place every 100 ms on
@@ -111,21 +213,29 @@ func newProgressPrinter(w io.Writer, interval time.Duration) *progressPrinter {
 // changeSource is what the job reads: the demo fake or SQL Server.
 type changeSource = source.Source
 
-func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
+func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) {
 	logger := slog.New(slog.DiscardHandler)
 	if cfg.verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	pp := newProgressPrinter(stderr, cfg.progress)
+	if cfg.dsn == "" {
+		cfg.instance = demoInstance
+	}
 	if cfg.many.on() {
 		return runMany(ctx, cfg, stdout, logger, pp)
 	}
-	table, err := delta.Open(ctx, cfg.target, delta.Options{Logger: logger, Create: cfg.create})
+	table, done, err := openTarget(ctx, cfg.target, delta.Options{Logger: logger, Create: cfg.create})
 	if err != nil {
 		return err
 	}
-	defer table.Close()
+	defer func() { done(err) }()
+	err = runOne(ctx, cfg, table, stdout, logger, pp)
+	return explain(err, cfg)
+}
 
+// runOne bootstraps one capture instance into table.
+func runOne(ctx context.Context, cfg config, table *delta.Table, stdout io.Writer, logger *slog.Logger, pp *progressPrinter) error {
 	var (
 		src     changeSource
 		demo    *demoDB
@@ -139,14 +249,13 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		defer closeDB()
 		src = s
 	} else {
-		cfg.instance = demoInstance
 		// The demo database lives in this process's memory: a snapshot in
 		// the table came from an earlier run's database, which is gone.
 		// Finding it is the rerun the library promises; building a new
 		// demo only to read nothing would be wasted work.
 		old, err := table.FindSnapshot(ctx, demoInstance)
 		switch {
-		case err == nil && !cfg.resnapshot:
+		case err == nil && !cfg.resnapshot && !cfg.planOnly:
 			next, err := old.LSN.Next()
 			if err != nil {
 				return err
@@ -173,6 +282,23 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "demo source: fake CDC database, table %s with %d rows (built in %s)\n", demoTable, cfg.rows, time.Since(start).Round(time.Millisecond))
 	}
 
+	if cfg.planOnly {
+		if err := printPlan(ctx, src, table, cfg, stdout); err != nil || demo == nil {
+			return err
+		}
+		st, err := demo.db.Stats("sales", "orders")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "demo:     the demo database counted %d range reads and %d rows returned; planning made %d key seeks (%d keys)\n", st.RangeReads, st.RowsReturned, st.Seeks, st.KeysExamined)
+		return nil
+	}
+	partial := false
+	if _, err := table.FindSnapshot(ctx, cfg.instance); cfg.resnapshot || errors.Is(err, sink.ErrNotFound) {
+		if partial, err = notePartial(ctx, table, cfg, stdout); err != nil {
+			return err
+		}
+	}
 	if demo != nil {
 		demo.changeDuringRead()
 	}
@@ -181,6 +307,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		CaptureInstance: cfg.instance,
 		Partitions:      cfg.partitions,
 		Resnapshot:      cfg.resnapshot,
+		DiscardPartial:  cfg.discardPartial,
 		Logger:          logger,
 		Progress:        pp.update,
 	})
@@ -205,8 +332,11 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "snapshot: %d rows of %s at LSN %s (commit time %s) in %s, %s rows/s, %d partitions\n",
 			res.Rows, cfg.instance, res.LSN, commitTS, elapsed.Round(time.Millisecond),
 			groupDigits(int64(float64(res.Rows)/elapsed.Seconds())), res.Partitions)
-		if res.Resumed {
+		switch {
+		case res.Resumed:
 			fmt.Fprintf(stdout, "resumed:  %d of the partitions (%d rows) were written by an earlier run and not read again\n", res.PartitionsResumed, res.RowsResumed)
+		case partial && !cfg.discardPartial:
+			fmt.Fprintln(stdout, "partial:  not resumed: it could no longer be used (-v logs why); this snapshot was planned anew")
 		}
 		fmt.Fprintf(stdout, "delta:    %s version %d, %d data files\n", cfg.target, res.Version, len(files))
 	}

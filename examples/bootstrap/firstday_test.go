@@ -1,0 +1,292 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cdcsnap/cdcsnap/fake"
+	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/reconcile"
+	"github.com/cdcsnap/cdcsnap/sink/delta"
+	"github.com/cdcsnap/cdcsnap/snapshot"
+)
+
+// tree lists every file under dir with its size and modification time
+// ("" when dir does not exist): two equal trees mean nothing was written.
+func tree(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fmt.Fprintf(&b, "%s %v %d %d\n", rel, info.Mode(), info.Size(), info.ModTime().UnixNano())
+		return nil
+	})
+	if os.IsNotExist(err) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// otherTable makes dir a Delta table holding a snapshot of another capture
+// instance whose region column is an int, which sales_orders' varchar
+// region cannot share.
+func otherTable(t *testing.T, dir string) {
+	t.Helper()
+	db := fake.New(fake.Options{})
+	if err := db.CreateTable(fake.TableDef{Schema: "dbo", Name: "regions", Key: []string{"region"}, CaptureInstance: "dbo_regions",
+		Columns: []fake.ColumnDef{{Name: "region", Type: "int"}, {Name: "name", Type: "nvarchar(20)"}},
+		Rows:    []fake.Row{{int64(1), "north"}}}); err != nil {
+		t.Fatal(err)
+	}
+	table, err := delta.Open(t.Context(), dir, delta.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer table.Close()
+	if _, _, err := snapshot.Bootstrap(t.Context(), db, table, snapshot.Options{CaptureInstance: "dbo_regions"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBadInput runs the main job in-process on each wrong turn of a first
+// day: the exit code, the first line on stderr (what is wrong and what to
+// do) and that nothing was written to the target.
+func TestBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		prepare func(t *testing.T, dir string) // the target before the run; nil: absent
+		code    int
+		first   string // prefix of the first line on stderr
+		more    []string
+	}{
+		{name: "rows 0", args: []string{"-rows", "0"}, code: exitUsage,
+			first: "bootstrap: -rows 0: the demo table needs at least 1 row"},
+		{name: "rows -5", args: []string{"-rows", "-5"}, code: exitUsage,
+			first: "bootstrap: -rows -5: the demo table needs at least 1 row"},
+		{name: "capture instance without dsn", args: []string{"-capture-instance", "dbo_nope"}, code: exitUsage,
+			first: "bootstrap: -capture-instance names a capture instance on SQL Server: add -dsn sqlserver://... (the demo's only instance is sales_orders)"},
+		{name: "dsn without capture instance", args: []string{"-dsn", "sqlserver://u:p@127.0.0.1:1?database=x"}, code: exitUsage,
+			first: "bootstrap: -dsn needs -capture-instance NAME"},
+		{name: "rows with dsn", args: []string{"-dsn", "sqlserver://u:p@127.0.0.1:1?database=x", "-capture-instance", "dbo_x", "-rows", "5"}, code: exitUsage,
+			first: "bootstrap: -rows sizes the demo table: with -dsn the table is the server's"},
+		{name: "partitions 100000", args: []string{"-partitions", "100000"}, code: exitUsage,
+			first: "bootstrap: -partitions 100000: want 1 to 1024"},
+		{name: "partitions 0", args: []string{"-partitions", "0"}, code: exitUsage,
+			first: "bootstrap: -partitions 0: want 1 to 1024"},
+		{name: "tables without many", args: []string{"-tables", "3"}, code: exitUsage,
+			first: "bootstrap: -tables is for many instances: add -instances, -schemas or -match"},
+		{name: "plan with resnapshot", args: []string{"-plan", "-resnapshot"}, code: exitUsage,
+			first: "bootstrap: -plan with -resnapshot"},
+		{name: "stray argument", args: []string{"bronze2"}, code: exitUsage,
+			first: `bootstrap: unexpected argument "bronze2": every setting is a flag`},
+		{name: "unknown flag", args: []string{"-row", "5"}, code: exitUsage,
+			first: "flag provided but not defined: -row"},
+		{name: "unrelated files", args: []string{"-rows", "10"}, code: exitFailed,
+			prepare: func(t *testing.T, dir string) {
+				os.MkdirAll(filepath.Join(dir, "photos"), 0o777)
+				os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o666)
+			},
+			first: "bootstrap: -target DIR holds 2 entries (notes.txt, photos/) and no _delta_log: it is not a Delta table",
+			more:  []string{"choose another -target"}},
+		{name: "junk delta log", args: []string{"-rows", "10"}, code: exitFailed,
+			prepare: func(t *testing.T, dir string) {
+				os.MkdirAll(filepath.Join(dir, "_delta_log"), 0o777)
+				os.WriteFile(filepath.Join(dir, "_delta_log", "00000000000000000000.json"), []byte("hello\n"), 0o666)
+			},
+			first: "bootstrap: -target DIR is not a Delta table, or its log is damaged",
+			more:  []string{"00000000000000000000.json", "nothing was written: move it away or choose another -target"}},
+		{name: "table of another schema", args: []string{"-rows", "10"}, code: exitFailed, prepare: otherTable,
+			first: "bootstrap: -target DIR holds a table whose columns sales_orders cannot share; nothing was written: give it a table of its own (-target <a new folder or URL>)",
+			more:  []string{`column "region": the table has type integer, the records string`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "bronze")
+			if tc.prepare != nil {
+				tc.prepare(t, dir)
+			}
+			before := tree(t, dir)
+			var out, errOut bytes.Buffer
+			code := runMain(t.Context(), append([]string{"-target", dir, "-progress", "1h"}, tc.args...), &out, &errOut)
+			first, _, _ := strings.Cut(errOut.String(), "\n")
+			if code != tc.code || !strings.HasPrefix(first, strings.ReplaceAll(tc.first, "DIR", dir)) {
+				t.Errorf("exit %d, first line %q; want exit %d and %q\nstdout:\n%s", code, first, tc.code, tc.first, &out)
+			}
+			for _, m := range tc.more {
+				if m = strings.ReplaceAll(m, "DIR", dir); !strings.Contains(first, m) {
+					t.Errorf("first line lacks %q: %s", m, first)
+				}
+			}
+			if after := tree(t, dir); after != before {
+				t.Errorf("the target changed:\nbefore:\n%s\nafter:\n%s", before, after)
+			}
+		})
+	}
+}
+
+// TestInterruptAndResume: a Ctrl-C mid-read (the context canceled, as
+// main's signal handler does) commits nothing and says how to resume;
+// a rerun with other -partitions says it resumes the earlier plan, and
+// -discard-partial plans anew.
+func TestInterruptAndResume(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "bronze")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	// The progress printer writes a line per batch (-progress 1ns): the
+	// first one cancels the run, as a Ctrl-C during the read would.
+	var once sync.Once
+	interrupt := writerFunc(func(p []byte) (int, error) {
+		once.Do(cancel)
+		return len(p), nil
+	})
+	var out bytes.Buffer
+	args := []string{"-target", dir, "-rows", "20000", "-partitions", "8", "-progress", "1ns"}
+	var errOut bytes.Buffer
+	code := runMain(ctx, args, &out, &teeWriter{interrupt, &errOut})
+	last := lastLine(errOut.String())
+	if code != exitInterrupted || !strings.HasPrefix(last, "bootstrap: interrupted: nothing was committed; rerun the same command to resume") {
+		t.Fatalf("exit %d, last line %q\n%s", code, last, &out)
+	}
+	if v := tableVersion(t, dir); v != -1 {
+		t.Fatalf("the interrupted run committed version %d", v)
+	}
+
+	out.Reset()
+	errOut.Reset()
+	args = []string{"-target", dir, "-rows", "20000", "-partitions", "2", "-progress", "1h"}
+	if code := runMain(t.Context(), args, &out, &errOut); code != exitOK {
+		t.Fatalf("rerun: exit %d\n%s\n%s", code, &out, &errOut)
+	}
+	for _, want := range []string{
+		"partial:  an interrupted run left a partial snapshot of sales_orders at LSN 0x",
+		", 8 partitions, ",
+		"resuming its plan, not -partitions 2; -discard-partial starts over",
+		"delta:    " + dir + " version 0, ",
+		"check:    latest image of " + dir + " equals the source table",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("rerun output lacks %q:\n%s", want, &out)
+		}
+	}
+}
+
+// TestDiscardPartial: -discard-partial abandons the partial snapshot an
+// interrupted run left and takes the snapshot with this run's -partitions.
+func TestDiscardPartial(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "bronze")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var once sync.Once
+	interrupt := writerFunc(func(p []byte) (int, error) { once.Do(cancel); return len(p), nil })
+	var out bytes.Buffer
+	if code := runMain(ctx, []string{"-target", dir, "-rows", "20000", "-partitions", "8", "-progress", "1ns"}, &out, interrupt); code != exitInterrupted {
+		t.Fatalf("exit %d", code)
+	}
+	out.Reset()
+	var errOut bytes.Buffer
+	if code := runMain(t.Context(), []string{"-target", dir, "-rows", "20000", "-partitions", "2", "-discard-partial", "-progress", "1h"}, &out, &errOut); code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, &out, &errOut)
+	}
+	for _, want := range []string{"; discarding it (-discard-partial): its files are never committed", ", 2 partitions\n", "check:    latest image of"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, &out)
+		}
+	}
+	if strings.Contains(out.String(), "resumed:") {
+		t.Errorf("-discard-partial resumed:\n%s", &out)
+	}
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+type teeWriter struct {
+	a, b interface{ Write([]byte) (int, error) }
+}
+
+func (w *teeWriter) Write(p []byte) (int, error) {
+	w.a.Write(p)
+	return w.b.Write(p)
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+func tableVersion(t *testing.T, dir string) int64 {
+	t.Helper()
+	table, err := delta.Open(t.Context(), dir, delta.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer table.Close()
+	v, err := table.Version(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestCheckSharedTable: the main job's check compares only the capture
+// instance it bootstrapped. The target already holds another instance's
+// snapshot with the same columns and keys that collide with the demo's (a
+// shared bronze table); the job's check passes, as reconcile.Run on the
+// same table does.
+func TestCheckSharedTable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "bronze")
+	db := fake.New(fake.Options{})
+	var rows []fake.Row
+	for i := range 50 {
+		rows = append(rows, fake.Row{demoRegions[i%len(demoRegions)], int64(i + 1), "archived", nil, time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), nil, false, keyrange.UUID{byte(i)}})
+	}
+	if err := db.CreateTable(fake.TableDef{Schema: "sales", Name: "orders_2024", Key: []string{"region", "order_id"}, Columns: demoColumns,
+		Rows: rows, CaptureInstance: "sales_orders_2024"}); err != nil {
+		t.Fatal(err)
+	}
+	table, err := delta.Open(t.Context(), dir, delta.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := snapshot.Bootstrap(t.Context(), db, table, snapshot.Options{CaptureInstance: "sales_orders_2024"}); err != nil {
+		t.Fatal(err)
+	}
+	table.Close()
+
+	var out, errOut bytes.Buffer
+	if code := runMain(t.Context(), []string{"-target", dir, "-rows", "3000", "-progress", "1h"}, &out, &errOut); code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, &out, &errOut)
+	}
+	if !strings.Contains(out.String(), "check:    latest image of "+dir+" equals the source table (3000 keys)") {
+		t.Errorf("no passing check:\n%s", &out)
+	}
+	// The other instance's rows are still there, and reconcile agrees.
+	table, err = delta.Open(t.Context(), dir, delta.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer table.Close()
+	rep, err := reconcile.Run(t.Context(), db, table, reconcile.Options{CaptureInstance: "sales_orders_2024"})
+	if err != nil || !rep.Clean() {
+		t.Fatalf("reconcile of the other instance: %v %+v", err, rep)
+	}
+}
