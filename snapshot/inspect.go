@@ -14,6 +14,8 @@ import (
 // ran now, as Inspect finds it: the sink's state, the plan, and whether
 // the caller may read what the snapshot and its stream read.
 type Inspection struct {
+	// Instance is the capture instance as the source describes it now.
+	Instance *source.CaptureInstance
 	// Existing is the sink's snapshot of the instance when it holds one.
 	// Unless Options.Resnapshot, a run returns it and reads nothing, and
 	// Plan is nil.
@@ -82,11 +84,12 @@ func Inspect(ctx context.Context, src source.Source, dst sink.Sink, opts Options
 		in.Plan.Replaces = replaces
 		in.Todo = seq(len(in.Plan.Ranges))
 	}
-	name := opts.CaptureInstance
-	if in.Plan != nil {
-		name = in.Plan.Instance.Name
+	if in.Plan != nil && in.Plan.SplitColumn == "" {
+		in.Instance = &in.Plan.Instance
+	} else if in.Instance, err = src.CaptureInstance(ctx, opts.CaptureInstance); err != nil {
+		return nil, fmt.Errorf("snapshot %q: %w", opts.CaptureInstance, err)
 	}
-	in.MinLSN, in.MinLSNOK, err = src.MinLSN(ctx, name)
+	in.MinLSN, in.MinLSNOK, err = src.MinLSN(ctx, in.Instance.Name)
 	var access *source.AccessError
 	switch {
 	case errors.As(err, &access):

@@ -290,3 +290,53 @@ func TestCheckSharedTable(t *testing.T) {
 		t.Fatalf("reconcile of the other instance: %v %+v", err, rep)
 	}
 }
+
+// TestPlanOnly: -plan prints the instance, its key, access, the target's
+// state and the plan, reads no row (the demo database's counters) and
+// writes nothing, for a new target, one with a partial snapshot and one
+// with a snapshot.
+func TestPlanOnly(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "bronze")
+	plan := func(want ...string) {
+		t.Helper()
+		before := tree(t, dir)
+		var out, errOut bytes.Buffer
+		if code := runMain(t.Context(), []string{"-target", dir, "-rows", "5000", "-plan"}, &out, &errOut); code != exitOK {
+			t.Fatalf("-plan: exit %d\n%s\n%s", code, &out, &errOut)
+		}
+		want = append(want,
+			"plan only: no row read, nothing written\n",
+			"instance: sales_orders on table sales.orders (8 captured columns, start_lsn 0x",
+			"key:      region, order_id (unique clustered index PK_orders)\n",
+			"access:   this login may read ",
+			"demo:     the demo database counted 0 range reads and 0 rows returned; planning made ")
+		for _, w := range want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("-plan output lacks %q:\n%s", w, &out)
+			}
+		}
+		if after := tree(t, dir); after != before {
+			t.Errorf("-plan changed the target:\nbefore:\n%s\nafter:\n%s", before, after)
+		}
+	}
+	plan("target:   "+dir+": new; a run creates the Delta table\n",
+		"plan:     L0 0x", " if the run started now (commit time 2026-12-01T08:00:",
+		"          ~5,000 rows by metadata in 4 keyset partitions\n",
+		"          range 0 [-inf, [", "          range 3 [[")
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var once sync.Once
+	interrupt := writerFunc(func(p []byte) (int, error) { once.Do(cancel); return len(p), nil })
+	var out bytes.Buffer
+	if code := runMain(ctx, []string{"-target", dir, "-rows", "5000", "-partitions", "3", "-progress", "1ns"}, &out, interrupt); code != exitInterrupted {
+		t.Fatalf("exit %d", code)
+	}
+	plan("partial:  partial snapshot at LSN 0x", ": a run resumes it and reads the ", "partitions left; -discard-partial starts over",
+		" (recorded by the interrupted run)", "in 3 keyset partitions")
+
+	if code := runMain(t.Context(), []string{"-target", dir, "-rows", "5000", "-progress", "1h"}, &out, &out); code != exitOK {
+		t.Fatalf("run: exit %d\n%s", code, &out)
+	}
+	plan("target:   " + dir + " holds a snapshot of sales_orders at LSN 0x")
+}

@@ -30,19 +30,21 @@ func printPlan(ctx context.Context, src source.Source, table *delta.Table, cfg c
 		fmt.Fprintf(stdout, "%-10s%s\n", label, fmt.Sprintf(format, a...))
 	}
 	fmt.Fprintln(stdout, "plan only: no row read, nothing written")
-	if p := in.Plan; p != nil {
-		ci := p.Instance
-		w("instance", "%s on table %s.%s (%d captured columns, start_lsn %s)", ci.Name, ci.SourceSchema, ci.SourceTable, len(ci.Columns), ci.StartLSN)
-		w("key", "%s", describeKey(&ci))
-	}
+	ci := in.Instance
+	w("instance", "%s on table %s.%s (%d captured columns, start_lsn %s)", ci.Name, ci.SourceSchema, ci.SourceTable, len(ci.Columns), ci.StartLSN)
+	w("key", "%s", describeKey(ci))
 	if in.ChangesErr != nil {
 		w("access", "the snapshot's reads may run, but this login may not read the changes its stream needs: %v", in.ChangesErr)
 	} else {
-		min := "none yet (a new capture instance)"
+		min := "min LSN none yet: the capture job has not reached this new instance"
 		if in.MinLSNOK {
-			min = in.MinLSN.String()
+			min = "min LSN " + in.MinLSN.String()
 		}
-		w("access", "this login may read the key (the plan's reads ran) and the changes (min LSN %s)", min)
+		if in.Plan != nil {
+			w("access", "this login may read the key (the plan's reads ran) and the changes (%s)", min)
+		} else {
+			w("access", "this login may read the changes (%s)", min)
+		}
 	}
 	switch {
 	case in.Existing != nil && in.Plan == nil:

@@ -15,6 +15,7 @@ import (
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
 	"github.com/cdcsnap/cdcsnap/snapshot"
+	"github.com/cdcsnap/cdcsnap/source"
 )
 
 // localFolder returns the folder of a target that is a local path or a
@@ -106,10 +107,15 @@ func describeEntries(entries []os.DirEntry) string {
 
 // explain adds what to do to the errors a first run meets most.
 func explain(err error, cfg config) error {
-	var schemaErr *delta.SchemaError
+	var (
+		schemaErr *delta.SchemaError
+		notFound  *source.NotFoundError
+	)
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &notFound) && cfg.dsn != "":
+		return fmt.Errorf("-capture-instance %s: no such capture instance, or this login may not read it (SQL Server lists only the capture instances a login may read: it must be in the instance's gating role and may SELECT every captured column; README, \"Against your SQL Server\"): %w", cfg.instance, err)
 	case errors.As(err, &schemaErr):
 		return fmt.Errorf("-target %s holds a table whose columns %s cannot share; nothing was written: give it a table of its own (-target <a new folder or URL>): %w", cfg.target, cfg.instance, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -59,5 +60,56 @@ func TestRunManyOverSQLServer(t *testing.T) {
 	}
 	if len(conns) > cfg.many.connections {
 		t.Errorf("the run used %d connections, more than -connections %d", len(conns), cfg.many.connections)
+	}
+}
+
+// TestPlanOverSQLServer runs -plan with -dsn against the fake served over
+// TDS, as against SQL Server: it prints the plan and reads no row of the
+// table (the fake's counters), writes nothing, and a capture instance the
+// login cannot see is named with what to check.
+func TestPlanOverSQLServer(t *testing.T) {
+	db := fake.New(fake.Options{})
+	var rows []fake.Row
+	for k := range 3000 {
+		rows = append(rows, fake.Row{int64(k), fmt.Sprint("v", k)})
+	}
+	if err := db.CreateTable(fake.TableDef{Schema: "dbo", Name: "orders", Key: []string{"id"}, Rows: rows, CaptureInstance: "dbo_orders",
+		Columns: []fake.ColumnDef{{Name: "id", Type: "bigint"}, {Name: "v", Type: "nvarchar(20)", Nullable: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := tdsfake.Start(context.Background(), db, tdsfake.Options{PageRows: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	dir := t.TempDir() + "/bronze"
+	var out, errOut bytes.Buffer
+	code := runMain(t.Context(), []string{"-dsn", srv.DSN("cdcsnap"), "-capture-instance", "dbo_orders", "-target", dir, "-plan"}, &out, &errOut)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, &out, &errOut)
+	}
+	for _, want := range []string{
+		"instance: dbo_orders on table dbo.orders (2 captured columns, start_lsn 0x",
+		"key:      id (unique clustered index ",
+		"target:   " + dir + ": new; a run creates the Delta table",
+		"~3,000 rows by metadata in 4 uniform partitions",
+		"range 3 [[2250], +inf)",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, &out)
+		}
+	}
+	if st, _ := db.Stats("dbo", "orders"); st.RangeReads != 0 || st.RowsReturned != 0 {
+		t.Errorf("-plan read rows: %+v", st)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("-plan left %s: %v", dir, err)
+	}
+
+	out.Reset()
+	errOut.Reset()
+	code = runMain(t.Context(), []string{"-dsn", srv.DSN("cdcsnap"), "-capture-instance", "dbo_nope", "-target", dir, "-plan"}, &out, &errOut)
+	if want := "bootstrap: -capture-instance dbo_nope: no such capture instance, or this login may not read it (SQL Server lists only the capture instances a login may read: it must be in the instance's gating role"; code != exitFailed || !strings.HasPrefix(errOut.String(), want) {
+		t.Errorf("exit %d, stderr %q; want exit 1 and %q", code, errOut.String(), want)
 	}
 }
