@@ -64,6 +64,9 @@ var (
 // TestMaintenanceDeltaRS runs the maintenance operations with delta-rs
 // (Python deltalake: $CDCSNAP_PYTHON, else the venv .ci/pyenv creates).
 func TestMaintenanceDeltaRS(t *testing.T) {
+	if os.Getenv(testenv.PythonEnv) == "" {
+		testenv.Need(t, "delta-rs maintenance", testenv.Python3)
+	}
 	runMaintenance(t, "delta-rs", deltaRSOps, testenv.PythonEnv, "pyenv", "maintain_deltars.py")
 }
 
@@ -75,12 +78,27 @@ func TestMaintenanceSpark(t *testing.T) {
 	if testing.Short() {
 		testenv.Skip(t, "Spark maintenance", "-short", "go test ./reliability (without -short)")
 	}
+	needSpark(t, "Spark maintenance")
 	runMaintenance(t, "Spark", sparkOps, sparkPythonEnv, "sparkenv", "maintain_spark.py")
+}
+
+// needSpark skips t naming suite when the programs Spark needs are
+// missing: Java always (a venv of CDCSNAP_SPARK_PYTHON runs it too), and
+// python3 when .ci/sparkenv is to make the venv.
+func needSpark(t *testing.T, suite string) {
+	t.Helper()
+	testenv.Need(t, suite, testenv.Java)
+	if os.Getenv(sparkPythonEnv) == "" {
+		testenv.Need(t, suite, testenv.Python3)
+	}
 }
 
 // sparkPythonEnv names an interpreter with pyspark and delta-spark that the
 // Spark test uses instead of installing .cache/spark-venv.
 const sparkPythonEnv = "CDCSNAP_SPARK_PYTHON"
+
+// registries are where each installer downloads from.
+var registries = map[string]string{"pyenv": "PyPI", "sparkenv": "PyPI and Maven Central"}
 
 // installFailed is the engine process's exit code when .ci/<installer>
 // could not install the engine (no network): the test then skips.
@@ -203,8 +221,7 @@ exec "$py" "$1" "$2"`, filepath.Join(root, ".ci", installer), scriptPath, jobFil
 	}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && exit.ExitCode() == installFailed {
-		testenv.Skip(t, engine+" maintenance", fmt.Sprintf(".ci/%s could not install %s (no network?): %s", installer, engine, tail(string(errText), 3)),
-			"run .ci/"+installer+" where pip and Maven reach their registries, or set "+pyEnv)
+		testenv.SkipUnavailable(t, engine+" maintenance", testenv.Offline(engine, registries[installer], ".ci/"+installer, string(errText)))
 	}
 	if err != nil {
 		t.Fatalf("%s: %s: %v\n%s", engine, script, err, tail(string(errText), 60))
@@ -977,6 +994,7 @@ func maintPython(t *testing.T) string {
 	if py := os.Getenv(testenv.PythonEnv); py != "" {
 		return py
 	}
+	testenv.Need(t, "delta-rs maintenance", testenv.Python3)
 	return installer(t, "delta-rs maintenance", "pyenv")
 }
 
@@ -988,6 +1006,7 @@ func sparkPython(t *testing.T) string {
 	if testing.Short() {
 		testenv.Skip(t, "Spark maintenance", "-short", "go test ./reliability (without -short)")
 	}
+	needSpark(t, "Spark maintenance")
 	if py := os.Getenv(sparkPythonEnv); py != "" {
 		return py
 	}
@@ -1009,8 +1028,7 @@ func installer(t *testing.T, suite, script string) string {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		testenv.Skip(t, suite, fmt.Sprintf(".ci/%s could not install it (%v; no network?): %s", script, err, tail(stderr.String(), 3)),
-			"run .ci/"+script+" where pip and Maven reach their registries")
+		testenv.SkipUnavailable(t, suite, testenv.Offline(suite, registries[script], ".ci/"+script, fmt.Sprintf("%v\n%s", err, stderr.String())))
 	}
 	py := strings.TrimSpace(string(out))
 	t.Logf(".ci/%s: %s (%s)", script, py, time.Since(start).Round(time.Millisecond))

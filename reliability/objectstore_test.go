@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -86,9 +85,7 @@ func startStore(t *testing.T, kind string) *objstore.Store {
 	case "gcs":
 		st, err = objstore.StartGCS(ctx)
 	}
-	if errors.Is(err, objstore.ErrUnavailable) {
-		testenv.Skip(t, "object store "+kind, err.Error(), "network access to install it (see internal/objstore)")
-	}
+	testenv.SkipUnavailable(t, "object store "+kind, err)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,9 +391,7 @@ os._exit(0)
 // each once, stamped with the snapshot's LSN, equal to the source's.
 func storeDeltaRS(t *testing.T, st *objstore.Store, table string, seed uint64) {
 	py, err := objstore.Python()
-	if errors.Is(err, objstore.ErrUnavailable) {
-		testenv.Skip(t, "delta-rs reads tables on object-store servers", err.Error(), "network access for .ci/pyenv")
-	}
+	testenv.SkipUnavailable(t, "delta-rs reads tables on object-store servers", err)
 	if err != nil {
 		t.Fatal(err)
 	}

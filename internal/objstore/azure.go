@@ -13,6 +13,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/cdcsnap/cdcsnap/internal/testenv"
 )
 
 // AzuriteVersion is the npm package StartAzure installs.
@@ -114,9 +116,9 @@ func installAzurite(ctx context.Context) (string, error) {
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
-	npm, err := exec.LookPath("npm")
+	npm, err := testenv.NPM.Find()
 	if err != nil {
-		return "", fmt.Errorf("%w: npm is not installed (Azurite is an npm package)", ErrUnavailable)
+		return "", fmt.Errorf("%w: Azurite is an npm package: %w", ErrUnavailable, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o777); err != nil {
 		return "", fmt.Errorf("objstore: %w", err)
@@ -130,7 +132,7 @@ func installAzurite(ctx context.Context) (string, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, npm, "install", "--prefix", tmp, "--no-audit", "--no-fund", "--silent", "azurite@"+AzuriteVersion)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("%w: npm install azurite@%s: %v: %s", ErrUnavailable, AzuriteVersion, err, lastLines(string(out), 5))
+		return "", fmt.Errorf("%w: %w", ErrUnavailable, testenv.Offline("Azurite", "the npm registry", "npm install azurite@"+AzuriteVersion, fmt.Sprintf("%v\n%s", err, lastLines(string(out), 5))))
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		if _, serr := os.Stat(bin); serr == nil {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cdcsnap/cdcsnap/internal/testenv"
 )
 
 // StartGCS starts fake-gcs-server (Go module github.com/fsouza/
@@ -33,7 +35,7 @@ func StartGCS(ctx context.Context) (*Store, error) {
 	if err != nil {
 		if goCmd, err = exec.LookPath(filepath.Join(os.Getenv("GOROOT"), "bin", "go")); err != nil {
 			os.RemoveAll(dir)
-			return nil, fmt.Errorf("%w: no go command to build fake-gcs-server", ErrUnavailable)
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, &testenv.Unavailable{Component: "Go", Why: "no go command on PATH or in $GOROOT/bin to build fake-gcs-server", Enable: "put the go command on PATH"})
 		}
 	}
 	root, err := RepoRoot()
@@ -45,7 +47,7 @@ func StartGCS(ctx context.Context) (*Store, error) {
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("%w: building fake-gcs-server: %v: %s", ErrUnavailable, err, lastLines(string(out), 5))
+		return nil, fmt.Errorf("%w: building fake-gcs-server: %w", ErrUnavailable, testenv.Offline("fake-gcs-server", "the Go module proxy", "go build ./internal/objstore/fakegcs", fmt.Sprintf("%v\n%s", err, lastLines(string(out), 5))))
 	}
 	p, port, err := startServer(ctx, bin, func(port int) []string {
 		return []string{"-port", strconv.Itoa(port), "-bucket", Bucket}

@@ -5,9 +5,11 @@
 // (set it in the test and in every child process), and the storage options
 // delta-rs needs to read the same table through the same server.
 //
-// Installing a server's package can fail only for lack of network: the
-// Start functions then return an error wrapping ErrUnavailable, on which a
-// test skips. Every other failure is an error.
+// Installing a server's package can fail only for lack of a program
+// (python3, npm) or of network: the Start functions then return an error
+// wrapping ErrUnavailable and a *testenv.Unavailable that says what is
+// missing and how to provide it, on which a test skips
+// (testenv.SkipUnavailable). Every other failure is an error.
 //
 // The credentials here are the emulators' public, well-known development
 // ones; still, nothing in this package prints them.

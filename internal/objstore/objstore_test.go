@@ -2,7 +2,6 @@ package objstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -14,6 +13,8 @@ import (
 	_ "gocloud.dev/blob/gcsblob"
 	_ "gocloud.dev/blob/s3blob"
 	"gocloud.dev/gcerrors"
+
+	"github.com/cdcsnap/cdcsnap/internal/testenv"
 )
 
 // start starts the store of kind, skipping t when its package cannot be
@@ -31,9 +32,7 @@ func start(t *testing.T, kind string, s3 S3Options) *Store {
 	case "gcs":
 		st, err = StartGCS(ctx)
 	}
-	if errors.Is(err, ErrUnavailable) {
-		t.Skipf("%s server unavailable: %v", kind, err)
-	}
+	testenv.SkipUnavailable(t, "object store "+kind, err)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package objstore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -12,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cdcsnap/cdcsnap/internal/testenv"
 )
 
 // pythonEnv names the interop Python (see Python).
@@ -151,13 +154,20 @@ func Python() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if _, err := testenv.Python3.Find(); err != nil {
+		return "", fmt.Errorf("%w: moto is a Python package: %w", ErrUnavailable, err)
+	}
 	cmd := exec.Command("bash", filepath.Join(root, ".ci", "pyenv"))
 	cmd.Dir = root
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 3 { // pyenv: python3 cannot make a venv
+		return "", fmt.Errorf("%w: %w", ErrUnavailable, &testenv.Unavailable{Component: testenv.Python3.Component, Why: lastLines(stderr.String(), 1), Enable: testenv.Python3.Enable})
+	}
 	if err != nil {
-		return "", fmt.Errorf("%w: .ci/pyenv could not install moto[server] (.ci/requirements.txt): %v: %s", ErrUnavailable, err, lastLines(stderr.String(), 5))
+		return "", fmt.Errorf("%w: moto[server] (.ci/requirements.txt): %w", ErrUnavailable, testenv.Offline("moto", "PyPI", ".ci/pyenv", fmt.Sprintf("%v\n%s", err, lastLines(stderr.String(), 5))))
 	}
 	py := strings.TrimSpace(string(out))
 	if !hasMoto(py) {

@@ -16,7 +16,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -100,13 +102,15 @@ func run(python bool, logPath string, args []string, stdout, stderr io.Writer) (
 	if python && os.Getenv(testenv.PythonEnv) == "" {
 		start := time.Now()
 		fmt.Fprintln(stdout, "python:  installing the pinned interop readers (.ci/pyenv: .cache/venv)")
-		cmd := exec.Command("bash", filepath.Join(root, ".ci", "pyenv"))
-		cmd.Dir, cmd.Stderr = root, stderr
-		out, err := cmd.Output()
-		if err != nil {
-			fmt.Fprintf(stdout, "python:  not installed (%v): the suites that need it are skipped\n", err)
-		} else {
-			py := strings.TrimSpace(string(out))
+		py, err := installPython(root, stderr)
+		var u *testenv.Unavailable
+		switch {
+		case errors.As(err, &u):
+			env = append(env, testenv.PythonUnavailableEnv+"="+u.Why+"; enable: "+u.Enable)
+			fmt.Fprintf(stdout, "python:  not installed: %s; the suites that need it are skipped (enable: %s)\n", u.Why, u.Enable)
+		case err != nil:
+			return 2, err
+		default:
 			env = append(env, testenv.PythonEnv+"="+py)
 			fmt.Fprintf(stdout, "python:  %s (%s)\n", py, time.Since(start).Round(time.Millisecond))
 		}
@@ -158,6 +162,32 @@ func run(python bool, logPath string, args []string, stdout, stderr io.Writer) (
 	}
 	sum.report(logPath)
 	return code, nil
+}
+
+// installPython runs root's .ci/pyenv, which installs the pinned Python
+// readers, and returns their python, or a *testenv.Unavailable saying what
+// is missing (python3 or its venv module: pyenv's exit 3; else the
+// download from PyPI) and how to provide it. stderr gets pyenv's output.
+func installPython(root string, stderr io.Writer) (string, error) {
+	var errOut bytes.Buffer
+	cmd := exec.Command("bash", filepath.Join(root, ".ci", "pyenv"))
+	cmd.Dir, cmd.Stderr = root, io.MultiWriter(stderr, &errOut)
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return strings.TrimSpace(string(out)), nil
+	case errors.As(err, &exit) && exit.ExitCode() == 3:
+		return "", &testenv.Unavailable{Component: testenv.Python3.Component, Why: strings.TrimSpace(strings.TrimPrefix(lastLine(errOut.String()), "pyenv: ")), Enable: testenv.Python3.Enable}
+	case errors.As(err, &exit):
+		return "", testenv.Offline("the Python readers", "PyPI", ".ci/pyenv", errOut.String())
+	}
+	return "", err
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
 
 // hasPackages reports whether args name packages (an argument that is not

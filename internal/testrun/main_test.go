@@ -2,6 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -71,5 +75,92 @@ func TestSummaryListsSkippedSuitesAndFailures(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "noise that stays in the log") {
 		t.Error("the log lost a passing test's output")
+	}
+}
+
+// fakeRoot is a repository root holding only .ci/pyenv and its pins, so a
+// test can run the installer without touching the real .cache, and a bin
+// folder for PATH with the commands pyenv uses and none of python3's.
+func fakeRoot(t *testing.T) (root, bin string) {
+	t.Helper()
+	root, bin = t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, ".ci"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"pyenv", "requirements.txt"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", ".ci", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, ".ci", f), b, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []string{"bash", "dirname", "cmp", "cp", "mkdir", "chmod"} {
+		p, err := exec.LookPath(c)
+		if err != nil {
+			t.Skipf("%s: %v", c, err)
+		}
+		if err := os.Symlink(p, filepath.Join(bin, c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin)
+	return root, bin
+}
+
+// TestInstallPythonSaysWhatIsMissing runs .ci/pyenv, as the test command
+// does, on machines that lack a part of what it needs: no python3, a
+// python3 without venv (Debian without python3-venv), and no network
+// (pip finds no package). Each is an *testenv.Unavailable whose reason and
+// enable line the skipped suites print.
+func TestInstallPythonSaysWhatIsMissing(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		python3 string // the fake python3's script; "" for none
+		why     []string
+		enable  string
+	}{
+		{name: "no python3", why: []string{"python3 is not on PATH"}, enable: testenv.Python3.Enable},
+		{name: "no venv module", python3: "#!/bin/bash\nexit 1\n",
+			why: []string{"python3 cannot make a venv (no venv or ensurepip module; Debian: apt-get install python3-venv)"}, enable: testenv.Python3.Enable},
+		{name: "no network", python3: `#!/bin/bash
+# venv works; the pip it makes reaches no index, as pip does offline.
+if [ "$1" = -m ] && [ "$2" = venv ]; then
+  mkdir -p "$3/bin"
+  printf '#!/bin/bash\necho "ERROR: Could not find a version that satisfies the requirement deltalake==1.6.6 (from versions: none)" >&2\nexit 1\n' > "$3/bin/pip"
+  chmod +x "$3/bin/pip"
+fi
+exit 0
+`, why: []string{".ci/pyenv could not install it from PyPI (no network?)", "Could not find a version that satisfies the requirement deltalake==1.6.6"},
+			enable: "network access to PyPI, then go run ./internal/testrun"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root, bin := fakeRoot(t)
+			if tc.python3 != "" {
+				if err := os.WriteFile(filepath.Join(bin, "python3"), []byte(tc.python3), 0o777); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var stderr strings.Builder
+			py, err := installPython(root, &stderr)
+			var u *testenv.Unavailable
+			if !errors.As(err, &u) {
+				t.Fatalf("installPython = %q, %v; want an *testenv.Unavailable\n%s", py, err, &stderr)
+			}
+			for _, w := range tc.why {
+				if !strings.Contains(u.Why, w) {
+					t.Errorf("why %q lacks %q", u.Why, w)
+				}
+			}
+			if u.Enable != tc.enable {
+				t.Errorf("enable %q, want %q", u.Enable, tc.enable)
+			}
+			// The suites that need the readers skip with that reason.
+			line := testenv.SkipMessage("delta-rs", u.Why, u.Enable)
+			if _, why, enable, ok := testenv.ParseSkip(line); !ok || why != u.Why || enable != u.Enable {
+				t.Errorf("the skip line %q does not read back: %q %q %v", line, why, enable, ok)
+			}
+		})
 	}
 }
