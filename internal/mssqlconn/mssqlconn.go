@@ -8,7 +8,11 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
+
+	"github.com/microsoft/go-mssqldb/azuread"
+	"github.com/microsoft/go-mssqldb/msdsn"
 
 	"github.com/cdcsnap/cdcsnap/source/sqlserver"
 )
@@ -45,7 +49,7 @@ func open(ctx context.Context, dsn, zone string, maxOpen int, logger *slog.Logge
 			return nil, nil, fmt.Errorf("server time zone %q: %w", zone, err)
 		}
 	}
-	db, err := sqlserver.Open(dsn)
+	db, err := openDB(dsn)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -63,4 +67,25 @@ func open(ctx context.Context, dsn, zone string, maxOpen int, logger *slog.Logge
 		return nil, nil, err
 	}
 	return src, db, nil
+}
+
+// openDB opens dsn with go-mssqldb's "sqlserver" driver, or with its
+// azuread package's "azuresql" driver when the DSN names a Microsoft Entra
+// ID workflow (a fedauth parameter, go-mssqldb v1.11.2
+// azuread/configuration.go validateParameters): the plain driver ignores
+// fedauth and would try a SQL login.
+func openDB(dsn string) (*sql.DB, error) {
+	cfg, err := msdsn.Parse(dsn)
+	if err != nil || cfg.Parameters["fedauth"] == "" {
+		return sqlserver.Open(dsn) // which reports a DSN that does not parse, redacted
+	}
+	db, err := sql.Open(azuread.DriverName, dsn)
+	if err != nil {
+		msg := err.Error()
+		if cfg.Password != "" {
+			msg = strings.ReplaceAll(msg, cfg.Password, "<redacted>")
+		}
+		return nil, fmt.Errorf("opening %s with go-mssqldb's azuread driver: %s", sqlserver.RedactDSN(dsn), msg)
+	}
+	return db, nil
 }

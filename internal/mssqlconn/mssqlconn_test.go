@@ -3,9 +3,11 @@ package mssqlconn
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/microsoft/go-mssqldb/azuread"
 	"go.uber.org/goleak"
 
 	"github.com/cdcsnap/cdcsnap/fake"
@@ -65,5 +67,37 @@ func TestMaxConns(t *testing.T) {
 	}
 	if _, _, err := open(ctx, srv.DSN("cdcsnap"), "", -1, nil); err == nil {
 		t.Fatal("a negative limit was accepted")
+	}
+}
+
+// TestEntraIDUsesTheAzureadDriver: a DSN with a fedauth parameter is
+// opened with go-mssqldb's azuread driver, whose own validation answers
+// (no network is reached: the DSN is refused before any login); without
+// fedauth the plain driver connects as before (TestMaxConns).
+func TestEntraIDUsesTheAzureadDriver(t *testing.T) {
+	ctx := context.Background()
+	dsn := "sqlserver://someone:s3cret-pw@127.0.0.1:1?database=sales&fedauth=ActiveDirectoryPassword"
+	_, _, err := Open(ctx, dsn, "", nil)
+	if err == nil || !strings.Contains(err.Error(), "applicationclientid parameter is required for ActiveDirectoryPassword") {
+		t.Fatalf("got %v, want azuread's refusal of ActiveDirectoryPassword without applicationclientid", err)
+	}
+	if strings.Contains(err.Error(), "s3cret-pw") {
+		t.Fatalf("the error shows the password: %v", err)
+	}
+	db, err := openDB("sqlserver://127.0.0.1:1?database=sales&fedauth=ActiveDirectoryDefault")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, ok := db.Driver().(*azuread.Driver); !ok {
+		t.Fatalf("fedauth=ActiveDirectoryDefault opened with %T, want *azuread.Driver", db.Driver())
+	}
+	plain, err := openDB("sqlserver://u:p@127.0.0.1:1?database=sales")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if _, ok := plain.Driver().(*azuread.Driver); ok {
+		t.Fatal("a DSN without fedauth opened with the azuread driver")
 	}
 }
