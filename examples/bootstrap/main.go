@@ -283,14 +283,17 @@ func runOne(ctx context.Context, cfg config, table *delta.Table, stdout io.Write
 	}
 
 	if cfg.planOnly {
-		if err := printPlan(ctx, src, table, cfg, stdout); err != nil || demo == nil {
+		if err := printPlan(ctx, src, table, cfg, stdout); err != nil {
 			return err
 		}
-		st, err := demo.db.Stats("sales", "orders")
-		if err != nil {
-			return err
+		if demo != nil {
+			st, err := demo.db.Stats("sales", "orders")
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "demo:     the demo database counted %d range reads and %d rows returned; planning made %d key seeks (%d keys read)\n", st.RangeReads, st.RowsReturned, st.Seeks, st.KeysExamined)
 		}
-		fmt.Fprintf(stdout, "demo:     the demo database counted %d range reads and %d rows returned; planning made %d key seeks (%d keys)\n", st.RangeReads, st.RowsReturned, st.Seeks, st.KeysExamined)
+		fmt.Fprintln(stdout, "run:      the same command without -plan")
 		return nil
 	}
 	partial := false

@@ -99,7 +99,6 @@ func printPlan(ctx context.Context, src source.Source, table *delta.Table, cfg c
 		}
 		w("", "%s%s", r, note)
 	}
-	w("run", "the same command without -plan")
 	return nil
 }
 
