@@ -148,31 +148,15 @@ func TestBadInput(t *testing.T) {
 // -discard-partial plans anew.
 func TestInterruptAndResume(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "bronze")
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	// The progress printer writes a line per batch (-progress 1ns): the
-	// first one cancels the run, as a Ctrl-C during the read would.
-	var once sync.Once
-	interrupt := writerFunc(func(p []byte) (int, error) {
-		once.Do(cancel)
-		return len(p), nil
-	})
-	var out bytes.Buffer
-	args := []string{"-target", dir, "-rows", "20000", "-partitions", "8", "-progress", "1ns"}
-	var errOut bytes.Buffer
-	code := runMain(ctx, args, &out, &teeWriter{interrupt, &errOut})
-	last := lastLine(errOut.String())
-	if code != exitInterrupted || !strings.HasPrefix(last, "bootstrap: interrupted: nothing was committed; rerun the same command to resume") {
-		t.Fatalf("exit %d, last line %q\n%s", code, last, &out)
+	code, stderr := interrupted(t, dir, 5000, 8)
+	if last := lastLine(stderr); code != exitInterrupted || !strings.HasPrefix(last, "bootstrap: interrupted: nothing was committed; rerun the same command to resume") {
+		t.Fatalf("exit %d, last line %q", code, last)
 	}
 	if v := tableVersion(t, dir); v != -1 {
 		t.Fatalf("the interrupted run committed version %d", v)
 	}
-
-	out.Reset()
-	errOut.Reset()
-	args = []string{"-target", dir, "-rows", "20000", "-partitions", "2", "-progress", "1h"}
-	if code := runMain(t.Context(), args, &out, &errOut); code != exitOK {
+	var out, errOut bytes.Buffer
+	if code := runMain(t.Context(), []string{"-target", dir, "-rows", "5000", "-partitions", "2", "-progress", "1h"}, &out, &errOut); code != exitOK {
 		t.Fatalf("rerun: exit %d\n%s\n%s", code, &out, &errOut)
 	}
 	for _, want := range []string{
@@ -192,17 +176,11 @@ func TestInterruptAndResume(t *testing.T) {
 // interrupted run left and takes the snapshot with this run's -partitions.
 func TestDiscardPartial(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "bronze")
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var once sync.Once
-	interrupt := writerFunc(func(p []byte) (int, error) { once.Do(cancel); return len(p), nil })
-	var out bytes.Buffer
-	if code := runMain(ctx, []string{"-target", dir, "-rows", "20000", "-partitions", "8", "-progress", "1ns"}, &out, interrupt); code != exitInterrupted {
+	if code, _ := interrupted(t, dir, 5000, 8); code != exitInterrupted {
 		t.Fatalf("exit %d", code)
 	}
-	out.Reset()
-	var errOut bytes.Buffer
-	if code := runMain(t.Context(), []string{"-target", dir, "-rows", "20000", "-partitions", "2", "-discard-partial", "-progress", "1h"}, &out, &errOut); code != exitOK {
+	var out, errOut bytes.Buffer
+	if code := runMain(t.Context(), []string{"-target", dir, "-rows", "5000", "-partitions", "2", "-discard-partial", "-progress", "1h"}, &out, &errOut); code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, &out, &errOut)
 	}
 	for _, want := range []string{"; discarding it (-discard-partial): its files are never committed", ", 2 partitions\n", "check:    latest image of"} {
@@ -213,6 +191,25 @@ func TestDiscardPartial(t *testing.T) {
 	if strings.Contains(out.String(), "resumed:") {
 		t.Errorf("-discard-partial resumed:\n%s", &out)
 	}
+}
+
+// interrupted runs the main job on a -rows demo into dir and cancels it,
+// as main's Ctrl-C handler does, when the first progress line is written
+// (-progress 1ns: a line per batch), so the read is under way; it returns
+// the job's exit code and stderr.
+func interrupted(t *testing.T, dir string, rows, partitions int) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var once sync.Once
+	var errOut bytes.Buffer
+	stderr := writerFunc(func(p []byte) (int, error) {
+		once.Do(cancel)
+		return errOut.Write(p)
+	})
+	var out bytes.Buffer
+	code := runMain(ctx, []string{"-target", dir, "-rows", fmt.Sprint(rows), "-partitions", fmt.Sprint(partitions), "-progress", "1ns"}, &out, stderr)
+	return code, errOut.String()
 }
 
 type writerFunc func(p []byte) (int, error)
@@ -324,14 +321,10 @@ func TestPlanOnly(t *testing.T) {
 		"          ~5,000 rows by metadata in 4 keyset partitions\n",
 		"          range 0 [-inf, [", "          range 3 [[")
 
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var once sync.Once
-	interrupt := writerFunc(func(p []byte) (int, error) { once.Do(cancel); return len(p), nil })
-	var out bytes.Buffer
-	if code := runMain(ctx, []string{"-target", dir, "-rows", "5000", "-partitions", "3", "-progress", "1ns"}, &out, interrupt); code != exitInterrupted {
+	if code, _ := interrupted(t, dir, 5000, 3); code != exitInterrupted {
 		t.Fatalf("exit %d", code)
 	}
+	var out bytes.Buffer
 	plan("partial:  partial snapshot at LSN 0x", ": a run resumes it and reads the ", "partitions left; -discard-partial starts over",
 		" (recorded by the interrupted run)", "in 3 keyset partitions")
 
