@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cdcsnap/cdcsnap/internal/mssqlstmt"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/source"
 	"github.com/cdcsnap/cdcsnap/source/sqlserver"
@@ -250,7 +251,7 @@ func wirePeersTable(ctx context.Context, cfg config, work string, n int64, w io.
 	ci := wireInstance(g)
 	// The peers send the statement source/sqlserver sends for the whole
 	// table without its own changes to it: the columns as they are.
-	st, err := sqlserver.ReadRangeStatement(ci, keyrange.Range{})
+	st, err := mssqlstmt.ReadRangeStatement(ci, keyrange.Range{})
 	if err != nil {
 		return err
 	}

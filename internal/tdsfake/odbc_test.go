@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cdcsnap/cdcsnap/internal/mssqlstmt"
 	"github.com/cdcsnap/cdcsnap/internal/tdsfake"
 	"github.com/cdcsnap/cdcsnap/internal/testenv"
 	"github.com/cdcsnap/cdcsnap/keyrange"
-	"github.com/cdcsnap/cdcsnap/source/sqlserver"
 )
 
 // TestODBCAgreesWithGoMSSQLDB: two decoders, one of them Microsoft's, read
@@ -40,7 +40,7 @@ func TestODBCAgreesWithGoMSSQLDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	st, err := sqlserver.ReadRangeStatement(ci, keyrange.Range{})
+	st, err := mssqlstmt.ReadRangeStatement(ci, keyrange.Range{})
 	if err != nil {
 		t.Fatal(err)
 	}
