@@ -1,25 +1,34 @@
 // Package tdsserver is a TDS 7.4 server on a loopback port that
-// go-mssqldb (v1.11.2) connects to with encrypt=disable, so that code
-// written against database/sql and SQL Server runs against an in-process
-// fake. It is protocol only: a Handler decides what every statement
+// go-mssqldb (v1.11.2), Microsoft's ODBC Driver 18 and mssql-jdbc connect
+// to, so that code written against database/sql and SQL Server runs
+// against an in-process fake. It is protocol only: a Handler decides what every statement
 // returns; this package frames packets, logs clients in, parses requests
 // and encodes results.
 //
 // The sources of truth are the MS-TDS specification (sections cited in the
 // code) and what go-mssqldb v1.11.2 decodes (its tds.go, token.go,
-// types.go, rpc.go and buf.go; file names cited in the code).
+// types.go, rpc.go and buf.go; file names cited in the code); clients this
+// repository did not write prove it in clients_test.go (ODBC Driver 18
+// through mssql-python, mssql-jdbc).
 //
 // # What a client gets
 //
-//   - PRELOGIN answered with ENCRYPT_NOT_SUP: no TLS, so a DSN asking for
-//     encryption fails at connect.
+//   - PRELOGIN's encryption negotiated as SQL Server does it with a
+//     certificate (a self-signed one made at Start): ENCRYPT_OFF gets its
+//     LOGIN7 encrypted, ENCRYPT_ON and ENCRYPT_REQ the whole connection,
+//     ENCRYPT_NOT_SUP (go-mssqldb's encrypt=disable, which DSN uses) nothing;
+//     the TLS 1.2 handshake travels in PRELOGIN packets (tls.go).
 //   - LOGIN7 with SQL authentication against Options.User/Password; a bad
 //     login gets ERROR 18456 and the connection closes. The answer is what
 //     SQL Server sends: ENVCHANGE database, collation, language and packet
 //     size, INFO 5701 and 5703, LOGINACK for TDS 7.4 (so go-mssqldb sends
 //     time.Time parameters as datetimeoffset(7)), DONE.
-//   - SQL batches and RPCs (sp_executesql by ProcID, or a procedure by
-//     name) become Requests for the Handler; transaction manager requests
+//   - SQL batches and RPCs become Requests for the Handler: sp_executesql
+//     (its statement and declarations by position), sp_prepexec and
+//     sp_execute as the statement they run, with its values, any other
+//     procedure by name. The server answers sp_prepare and sp_unprepare
+//     itself and returns prepared handles in RETURNVALUE tokens
+//     (prepared.go); transaction manager requests
 //     (BeginTx, Commit, Rollback) are answered by the server itself.
 //   - Results as COLMETADATA, ROW/NBCROW and DONE (batch) or DONEINPROC,
 //     RETURNSTATUS and DONEPROC (RPC), split into packets of the
@@ -30,9 +39,9 @@
 //
 // # Not supported
 //
-// TLS and TDS 8.0 (encrypt=strict), integrated and Azure AD
-// authentication, MARS, Always Encrypted, output parameters (no
-// RETURNVALUE tokens), table-valued, UDT, sql_variant and text/ntext/image
+// TDS 8.0 (encrypt=strict), client certificates, integrated and Azure AD
+// authentication, MARS, Always Encrypted, output parameters other than
+// prepared handles, table-valued, UDT, sql_variant and text/ntext/image
 // parameters, several RPCs in one request, bulk load, and the UTF8_SUPPORT
 // feature extension (go-mssqldb never asks for it).
 //

@@ -41,7 +41,7 @@ func FuzzReadMessage(f *testing.F) {
 
 func FuzzPrelogin(f *testing.F) {
 	f.Add(buildPrelogin())
-	f.Add(appendPreloginResponse(nil, serverVersion{16, 0, 1000, 6}))
+	f.Add(appendPreloginResponse(nil, serverVersion{16, 0, 1000, 6}, encryptNotSup))
 	f.Add([]byte{0xFF})
 	f.Add([]byte{0, 0xFF, 0xFF, 0, 1, 0xFF})
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -17,11 +17,6 @@ const (
 	preTerminator = 0xFF
 )
 
-// ENCRYPT_NOT_SUP: this server speaks no TLS, so a client asking for
-// encrypt=disable goes on in the clear and one that requires encryption
-// stops (go-mssqldb interpretPreloginResponse).
-const encryptNotSup = 0x02
-
 // parsePrelogin reads a PRELOGIN payload (MS-TDS 2.2.6.5): option headers
 // (token, USHORT offset, USHORT length, big-endian) up to the 0xFF
 // terminator, the offsets counted from the payload start.
@@ -51,9 +46,9 @@ func parsePrelogin(data []byte) (map[byte][]byte, error) {
 }
 
 // appendPreloginResponse appends the server's PRELOGIN answer: VERSION,
-// ENCRYPTION = ENCRYPT_NOT_SUP, INSTOPT 0 (the instance matched), an
-// empty THREADID and MARS off.
-func appendPreloginResponse(b []byte, ver serverVersion) []byte {
+// ENCRYPTION (negotiateEncryption's answer), INSTOPT 0 (the instance
+// matched), an empty THREADID and MARS off.
+func appendPreloginResponse(b []byte, ver serverVersion, encrypt byte) []byte {
 	type opt struct {
 		tok byte
 		val []byte
@@ -61,7 +56,7 @@ func appendPreloginResponse(b []byte, ver serverVersion) []byte {
 	opts := []opt{
 		// UL_VERSION big-endian major, minor, build; then US_SUBBUILD.
 		{preVersion, []byte{ver.major, ver.minor, byte(ver.build >> 8), byte(ver.build), byte(ver.revision >> 8), byte(ver.revision)}},
-		{preEncryption, []byte{encryptNotSup}},
+		{preEncryption, []byte{encrypt}},
 		{preInstOpt, []byte{0}},
 		{preThreadID, nil},
 		{preMARS, []byte{0}},

@@ -34,6 +34,9 @@ type ResponseWriter struct {
 	defColl    Collation
 	serverName string
 	procName   string
+	// returnValues are the RETURNVALUE tokens of the RPC's output
+	// parameters, sent after RETURNSTATUS (MS-TDS 2.2.7.19).
+	returnValues []byte
 
 	buf      []byte // one token at a time
 	cols     []Column
@@ -291,7 +294,7 @@ func (w *ResponseWriter) finish(attn bool) error {
 		if w.anyErr {
 			status = doneError
 		}
-		b := appendReturnStatus(w.buf[:0], 0)
+		b := append(appendReturnStatus(w.buf[:0], 0), w.returnValues...)
 		w.emit(appendDone(b, tokDoneProc, status, 0, 0))
 	default:
 		d := w.pending

@@ -7,7 +7,6 @@ import (
 	"github.com/cdcsnap/cdcsnap/internal/decnum"
 	"math"
 	"math/big"
-	"strings"
 	"time"
 )
 
@@ -522,36 +521,4 @@ func clockOf(b []byte, scale uint8) time.Duration {
 		ticks = ticks<<8 | uint64(b[i])
 	}
 	return time.Duration(ticks * uint64(math.Pow10(9-int(scale))))
-}
-
-// splitDecls reads sp_executesql's @params ("@p1 bigint,@p2 decimal(18, 4)
-// OUTPUT") into declarations by lower-cased name, without OUTPUT.
-func splitDecls(s string) map[string]string {
-	decls := map[string]string{}
-	depth, start := 0, 0
-	add := func(item string) {
-		f := strings.Fields(item)
-		if len(f) < 2 {
-			return
-		}
-		if last := strings.ToLower(f[len(f)-1]); len(f) > 2 && (last == "output" || last == "out") {
-			f = f[:len(f)-1]
-		}
-		decls[strings.ToLower(f[0])] = strings.Join(f[1:], " ")
-	}
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '(':
-			depth++
-		case ')':
-			depth--
-		case ',':
-			if depth == 0 {
-				add(s[start:i])
-				start = i + 1
-			}
-		}
-	}
-	add(s[start:])
-	return decls
 }

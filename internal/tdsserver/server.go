@@ -2,6 +2,7 @@ package tdsserver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -43,6 +44,9 @@ type Login struct {
 	TDSVersion uint32
 	// PacketSize is the negotiated packet size.
 	PacketSize int
+	// Encryption is what the connection encrypts, as negotiated in
+	// PRELOGIN (see Encryption).
+	Encryption Encryption
 	// ReadOnlyIntent is LOGIN7's TypeFlags fReadOnlyIntent (0x20, MS-TDS
 	// 2.2.6.4): the client declared a read-only workload, which an
 	// availability group listener routes to a readable secondary.
@@ -134,6 +138,7 @@ type Server struct {
 	coll   Collation
 	log    *slog.Logger
 	ln     net.Listener
+	tls    *tls.Config // the login's TLS, with a certificate made at Start
 	ctx    context.Context
 	cancel context.CancelFunc
 	stop   func() bool // detaches the Start context's AfterFunc
@@ -196,11 +201,15 @@ func Start(ctx context.Context, h Handler, opts Options) (*Server, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("tdsserver: not started: %w", err)
 	}
+	cert, err := newCertificate()
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("tdsserver: listening on 127.0.0.1: %w", err)
 	}
-	s := &Server{h: h, opts: opts, ver: ver, coll: coll, log: log, ln: ln, conns: map[*conn]struct{}{}}
+	s := &Server{h: h, opts: opts, ver: ver, coll: coll, log: log, ln: ln, tls: tlsConfig(cert), conns: map[*conn]struct{}{}}
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	s.wg.Add(1)
 	go s.accept()
@@ -320,12 +329,14 @@ func (s *Server) accept() {
 type conn struct {
 	s      *Server
 	nc     net.Conn
+	rw     io.ReadWriter // nc, or TLS over it when the whole connection is encrypted
 	id     uint64
 	log    *slog.Logger
 	ctx    context.Context
 	cancel context.CancelFunc
 	pw     *packetWriter
 	login  Login
+	prep   preparedStmts // sp_prepare/sp_prepexec handles, by connection
 
 	// Attention bookkeeping, shared with the reader goroutine under mu.
 	// Every ATTENTION gets one acknowledgement (MS-TDS 3.3.5.9): in the
@@ -341,7 +352,7 @@ type conn struct {
 }
 
 func newConn(s *Server, nc net.Conn, id uint64) *conn {
-	c := &conn{s: s, nc: nc, id: id, log: s.log.With("conn", id)}
+	c := &conn{s: s, nc: nc, rw: nc, id: id, log: s.log.With("conn", id)}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	return c
 }
@@ -410,7 +421,7 @@ func (c *conn) read(out chan<- inbound) {
 	hdr := make([]byte, headerLen)
 	var seq uint64
 	for {
-		m, err := readMessage(c.nc, c.login.PacketSize, hdr)
+		m, err := readMessage(c.rw, c.login.PacketSize, hdr)
 		in := inbound{message: m, err: err}
 		if err == nil {
 			if m.typ == pktAttention {
@@ -453,18 +464,40 @@ func (c *conn) handshake() error {
 	if m.typ != pktPrelogin {
 		return fmt.Errorf("%w: first message of type %d, not PRELOGIN", errPacket, m.typ)
 	}
-	if _, err := parsePrelogin(m.data); err != nil {
+	opts, err := parsePrelogin(m.data)
+	if err != nil {
+		return err
+	}
+	enc, opt := opts[preEncryption]
+	answer, encryption, err := negotiateEncryption(enc, opt)
+	if err != nil {
 		return err
 	}
 	pw := newPacketWriter(c.nc, maxPacketSize, uint16(c.id))
 	pw.begin(pktReply)
-	if _, err := pw.Write(appendPreloginResponse(nil, c.s.ver)); err != nil {
+	if _, err := pw.Write(appendPreloginResponse(nil, c.s.ver, answer)); err != nil {
 		return err
 	}
 	if err := pw.end(); err != nil {
 		return err
 	}
-	if m, err = readMessage(c.nc, maxPacketSize, hdr); err != nil {
+	switch encryption {
+	case EncryptNone:
+		m, err = readMessage(c.nc, maxPacketSize, hdr)
+	case EncryptLogin:
+		var tc *tls.Conn
+		if tc, err = startTLS(c.nc, c.s.tls); err == nil {
+			m, err = readLoginOnly(tc, c.nc, hdr)
+		}
+	case EncryptFull:
+		var tc *tls.Conn
+		if tc, err = startTLS(c.nc, c.s.tls); err == nil {
+			c.rw = tc
+			pw = newPacketWriter(tc, maxPacketSize, uint16(c.id))
+			m, err = readMessage(tc, maxPacketSize, hdr)
+		}
+	}
+	if err != nil {
 		return err
 	}
 	if m.typ != pktLogin7 {
@@ -496,11 +529,11 @@ func (c *conn) handshake() error {
 		db = "master"
 	}
 	c.login = Login{User: l.userName, Database: db, AppName: l.appName, HostName: l.hostName,
-		ServerName: l.serverName, Language: l.language, TDSVersion: l.tdsVersion, PacketSize: size, ReadOnlyIntent: l.readOnlyIntent}
+		ServerName: l.serverName, Language: l.language, TDSVersion: l.tdsVersion, PacketSize: size, Encryption: encryption, ReadOnlyIntent: l.readOnlyIntent}
 	if _, err := pw.Write(appendLoginResponse(nil, db, c.s.opts.ServerName, c.s.coll, c.s.ver, size, int(l.packetSize))); err != nil {
 		return err
 	}
-	c.log.Debug("tdsserver: logged in", "user", l.userName, "database", db, "app", l.appName, "packet_size", size, "read_only_intent", l.readOnlyIntent)
+	c.log.Debug("tdsserver: logged in", "user", l.userName, "database", db, "app", l.appName, "packet_size", size, "encryption", encryption.String(), "read_only_intent", l.readOnlyIntent)
 	return pw.end()
 }
 
@@ -552,18 +585,19 @@ func (c *conn) replyError(msg string) error {
 func (c *conn) request(in inbound) error {
 	req := &Request{ConnID: c.id, Seq: in.seq, Login: c.login, Reset: in.status&(statusReset|statusResetSkipT) != 0}
 	var perr error
+	var call procCall
 	if in.typ == pktSQLBatch {
 		req.Kind = Batch
 		req.SQL, perr = parseBatch(in.data)
 	} else {
 		req.Kind = RPC
-		perr = fillRPC(req, in.data)
+		call, perr = c.prep.fill(req, in.data)
 	}
 	ctx, cancel := context.WithCancelCause(c.ctx)
 	defer cancel(nil)
 	w := &ResponseWriter{ctx: ctx, kind: req.Kind, pw: c.pw, defColl: c.s.coll, serverName: c.s.opts.ServerName}
 	if req.Kind == RPC {
-		w.procName = req.Proc
+		w.procName, w.returnValues = req.Proc, call.returnValues
 	}
 	c.pw.begin(pktReply)
 	if req.Reset {
@@ -594,7 +628,10 @@ func (c *conn) request(in inbound) error {
 	}
 	c.mu.Unlock()
 
-	herr := c.serveSafely(ctx, req, w)
+	var herr error
+	if !call.answered {
+		herr = c.serveSafely(ctx, req, w)
+	}
 
 	c.mu.Lock()
 	attn := c.attnFor == in.seq
@@ -621,51 +658,6 @@ func (c *conn) serveSafely(ctx context.Context, req *Request, w *ResponseWriter)
 		}
 	}()
 	return c.s.h.Serve(ctx, req, w)
-}
-
-// fillRPC parses an RPC into req; for sp_executesql it takes @stmt and
-// @params apart from the values (go-mssqldb sends both unnamed, in that
-// order: mssql.go sendQuery and makeRPCParams).
-func fillRPC(req *Request, data []byte) error {
-	call, err := parseRPC(data)
-	if err != nil {
-		return err
-	}
-	req.Proc, req.Params = call.proc, call.params
-	if call.procID != 10 && !strings.EqualFold(call.proc, "sp_executesql") && !strings.EqualFold(call.proc, "sys.sp_executesql") {
-		return nil
-	}
-	req.Proc = "sp_executesql"
-	ps := call.params
-	str := func(p Param, what string) (string, error) {
-		s, ok := p.Value.(string)
-		if !ok {
-			return "", fmt.Errorf("tdsserver: sp_executesql: %s is %s %v, not a string", what, p.Type.Name, p.Value)
-		}
-		return s, nil
-	}
-	if len(ps) == 0 || (ps[0].Name != "" && !strings.EqualFold(ps[0].Name, "@stmt")) {
-		return errors.New("tdsserver: sp_executesql without @stmt")
-	}
-	if req.SQL, err = str(ps[0], "@stmt"); err != nil {
-		return err
-	}
-	ps = ps[1:]
-	decls := map[string]string{}
-	if len(ps) > 0 && (ps[0].Name == "" || strings.EqualFold(ps[0].Name, "@params")) {
-		d, err := str(ps[0], "@params")
-		if err != nil {
-			return err
-		}
-		decls, ps = splitDecls(d), ps[1:]
-	}
-	for i := range ps {
-		if d, ok := decls[strings.ToLower(ps[i].Name)]; ok {
-			ps[i].Decl = d
-		}
-	}
-	req.Params = ps
-	return nil
 }
 
 // transaction answers a Transaction Manager request (packet type 14,

@@ -8,6 +8,7 @@ import (
 // Token types, MS-TDS 2.2.7 (the ids go-mssqldb's token.go switches on).
 const (
 	tokReturnStatus = 0x79
+	tokReturnValue  = 0xAC
 	tokColMetadata  = 0x81
 	tokError        = 0xAA
 	tokInfo         = 0xAB
