@@ -42,7 +42,7 @@ func startTap(t *testing.T, target string) *tap {
 			p.wg.Add(2)
 			go func() {
 				defer p.wg.Done()
-				_, _ = io.Copy(io.MultiWriter(s, writerFunc(p.record)), c)
+				_, _ = io.Copy(io.MultiWriter(writerFunc(p.record), s), c)
 				_ = s.(*net.TCPConn).CloseWrite()
 			}()
 			go func() {
