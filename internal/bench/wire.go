@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
@@ -101,6 +102,20 @@ func (s genServer) Serve(ctx context.Context, req *tdsserver.Request, w *tdsserv
 		return err
 	}
 	cols := wireColumns(s.g)
+	// A column the statement casts to varbinary (source/sqlserver reads
+	// nchar and nvarchar so) is sent as its UTF-16 bytes.
+	asBytes := make([]bool, len(cols))
+	for i, c := range cols {
+		if m := regexp.MustCompile(`CAST\(\[` + regexp.QuoteMeta(c.Name) + `\] AS (varbinary\([0-9a-z]+\))\) AS \[`).FindStringSubmatch(req.SQL); m != nil {
+			cols[i].Type, cols[i].Collation, asBytes[i] = m[1], "", true
+		}
+	}
+	// A decimal the statement scales to a bigint (CAST([amount] * @pN AS
+	// bigint)) is sent as its unscaled integer.
+	scaled := strings.Contains(req.SQL, "CAST([amount] * @p")
+	if scaled {
+		cols[4].Type = "bigint"
+	}
 	if err := w.Columns(cols); err != nil {
 		return err
 	}
@@ -112,19 +127,37 @@ func (s genServer) Serve(ctx context.Context, req *tdsserver.Request, w *tdsserv
 		}
 		v := s.g.Values(i)
 		vals[0], vals[1], vals[2], vals[3] = v[0], v[1], v[2], v[3]
-		buf = append(buf[:0], v[4].(decimal128.Num).ToString(4)...)
-		vals[4] = string(buf)
+		if scaled {
+			vals[4] = int64(v[4].(decimal128.Num).LowBits())
+		} else {
+			buf = append(buf[:0], v[4].(decimal128.Num).ToString(4)...)
+			vals[4] = string(buf)
+		}
 		vals[5] = v[5].(arrow.Timestamp).ToTime(arrow.Microsecond)
 		vals[6] = nil
 		if ts, ok := v[6].(arrow.Timestamp); ok {
 			vals[6] = ts.ToTime(arrow.Microsecond)
 		}
 		vals[7] = v[7]
+		for j, b := range asBytes {
+			if s, ok := vals[j].(string); ok && b {
+				vals[j] = utf16LE(s)
+			}
+		}
 		if err := w.Row(vals...); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// utf16LE is s in UTF-16LE, as SQL Server casts nvarchar to varbinary.
+func utf16LE(s string) []byte {
+	b := make([]byte, 0, 2*len(s))
+	for _, u := range utf16.Encode([]rune(s)) {
+		b = append(b, byte(u), byte(u>>8))
+	}
+	return b
 }
 
 // countRanges reads ranges in parallel from src, counting rows.

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cdcsnap/cdcsnap/internal/mssqlstmt"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/source"
 	"github.com/cdcsnap/cdcsnap/source/sqlserver"
@@ -249,13 +248,13 @@ func wirePeersTable(ctx context.Context, cfg config, work string, n int64, w io.
 	user := u.User.Username()
 	g := NewGen(n, 0)
 	ci := wireInstance(g)
-	// The peers send the statement source/sqlserver sends for the whole
-	// table without its own changes to it: the columns as they are.
-	st, err := mssqlstmt.ReadRangeStatement(ci, keyrange.Range{})
-	if err != nil {
-		return err
+	// The peers read the columns as they are (source/sqlserver's own
+	// statement casts some of them for its decoder).
+	var names []string
+	for _, c := range ci.Columns {
+		names = append(names, "["+c.Name+"]")
 	}
-	query := st.SQL
+	query := "SELECT " + strings.Join(names, ", ") + " FROM [" + ci.SourceSchema + "].[" + ci.SourceTable + "]"
 	db, err := sqlserver.Open(srv.dsn)
 	if err != nil {
 		return err

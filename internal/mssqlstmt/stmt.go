@@ -431,8 +431,11 @@ func IsRead(c source.Column) bool {
 
 // readList is the select list of t's captured columns (readExpr), and for
 // each captured column its position in that list, or -1 when it is not
-// read.
-func (t *table) readList(prefix string) (string, []int) {
+// read. For the decoder's speed, nchar and nvarchar columns are read as
+// their UTF-16 bytes (utf16Read) and, with ps set, decimals of precision
+// 18 or less as their unscaled integers, the power of ten a parameter
+// (scaledDecimal).
+func (t *table) readList(prefix string, ps *params) (string, []int) {
 	var exprs []string
 	src := make([]int, len(t.cols))
 	for i, c := range t.cols {
@@ -440,6 +443,12 @@ func (t *table) readList(prefix string) (string, []int) {
 		if !ok {
 			src[i] = -1
 			continue
+		}
+		switch {
+		case t.utf16Read(c):
+			e = "CAST(" + prefix + t.qcol[i] + " AS " + utf16BinaryType(c) + ") AS " + t.qcol[i]
+		case ps != nil && t.scaledDecimal(c):
+			e = "CAST(" + prefix + t.qcol[i] + " * " + ps.add(pow10(c.Scale)) + " AS bigint) AS " + t.qcol[i]
 		}
 		src[i] = len(exprs)
 		exprs = append(exprs, e)
@@ -455,13 +464,14 @@ func ReadRangeStatement(ci *source.CaptureInstance, r keyrange.Range) (Stmt, err
 	if err != nil {
 		return Stmt{}, err
 	}
-	cols, _ := t.readList("")
+	var ps params
+	cols, _ := t.readList("", &ps)
 	if r.Lower == nil && r.Upper == nil {
 		sql := "SELECT " + cols + " FROM " + t.name
 		if OrderedRange(ci) {
 			sql += "\nORDER BY " + selectList("", t.qkey)
 		}
-		return Stmt{SQL: sql}, nil
+		return Stmt{SQL: sql, Args: ps.args}, nil
 	}
 	if len(t.key) == 0 {
 		return Stmt{}, fmt.Errorf("sqlserver: capture instance %q has no key: only the whole range can be read", ci.Name)
@@ -470,7 +480,6 @@ func ReadRangeStatement(ci *source.CaptureInstance, r keyrange.Range) (Stmt, err
 	if err != nil {
 		return Stmt{}, fmt.Errorf("sqlserver: capture instance %q: %w", ci.Name, err)
 	}
-	var ps params
 	var parts []string
 	for _, p := range pieces {
 		w, err := t.where(p, &ps)
@@ -484,7 +493,7 @@ func ReadRangeStatement(ci *source.CaptureInstance, r keyrange.Range) (Stmt, err
 		parts = append(parts, s)
 	}
 	if len(parts) == 0 {
-		return Stmt{SQL: "SELECT " + cols + " FROM " + t.name + " WHERE 1 = 0"}, nil
+		return Stmt{SQL: "SELECT " + cols + " FROM " + t.name + " WHERE 1 = 0", Args: ps.args}, nil
 	}
 	sql := strings.Join(parts, "\nUNION ALL\n")
 	if OrderedRange(ci) {
@@ -619,7 +628,7 @@ func (t *table) changeSelect(commandID bool) (string, []int) {
 	if commandID {
 		lead += ", [c].[__$command_id]"
 	}
-	cols, src := t.readList("[c].")
+	cols, src := t.readList("[c].", nil)
 	ts := "CASE WHEN [c].[__$start_lsn] = LAG([c].[__$start_lsn]) OVER (ORDER BY " + changeOrder(commandID) +
 		") THEN NULL ELSE sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) END AS [__$commit_ts]"
 	return lead + ", " + cols + ", " + ts, src

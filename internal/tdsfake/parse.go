@@ -108,6 +108,9 @@ func clip(s string) string {
 type selected struct {
 	Name string
 	Cast string // the type it is cast to; "" when read as it is
+	// Times is the parameter a decimal is multiplied by before its cast
+	// to bigint (CAST([col] * @pN AS bigint) AS [col]); "" for none.
+	Times string
 }
 
 // parseSelectList reads a select list of [col], [q].[col] and CAST(... AS
@@ -131,7 +134,11 @@ func parseSelectList(s string) ([]selected, error) {
 			if as < 0 {
 				return nil, fmt.Errorf("select item %q: no AS in the CAST", clip(item))
 			}
-			out = append(out, selected{Name: name, Cast: expr[as+4:]})
+			sel := selected{Name: name, Cast: expr[as+4:]}
+			if _, times, ok := strings.Cut(expr[:as], " * "); ok {
+				sel.Times = times
+			}
+			out = append(out, sel)
 			continue
 		}
 		name, err := lastName(item)

@@ -43,10 +43,11 @@ func bigTable(t *testing.T, n int) *fake.DB {
 // goroutine is left (TestMain's goleak).
 func TestCancelMidReadSendsAttention(t *testing.T) {
 	db := bigTable(t, 20000)
-	src, srv, sdb := serve(t, db, tdsfake.Options{PageRows: 100}, sqlserver.Options{})
+	src, srv, sdb := serve(t, db, tdsfake.Options{PageRows: 1000}, sqlserver.Options{})
 	sdb.SetMaxOpenConns(1)
-	// The server stalls after its second page (some 13 kB, several
-	// packets sent) until the client cancels, so the cancel comes while
+	// The server stalls after its second page (some 130 kB, several of
+	// the 32767-byte packets sqlserver.Open asks for sent) until the
+	// client cancels, so the cancel comes while
 	// the statement runs; the client asks for batches of 10 rows.
 	db.SetPageHook(func(ctx context.Context, p fake.Page) error {
 		if p.Number >= 2 {

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"math/big"
 	"slices"
 	"sort"
 	"strconv"
@@ -30,6 +31,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf16"
 
 	"github.com/cdcsnap/cdcsnap/fake"
 	"github.com/cdcsnap/cdcsnap/internal/mssqldocs"
@@ -699,6 +701,59 @@ func resultColumns(ci *source.CaptureInstance, info fake.TableInfo, sel []select
 	return cols, idx, nil
 }
 
+// castsOf returns, for each item of a select list, what SQL Server's
+// conversion does to a value (after wireValue): nothing for a column read
+// as it is or cast to nvarchar; for an nchar or nvarchar cast to
+// varbinary, its UTF-16LE bytes (FACTS.md F90); for a decimal multiplied
+// by a parameter and cast to bigint, the product truncated toward zero,
+// error 8115 when it leaves bigint (F91).
+func castsOf(sel []selected, a args) ([]func(any) (any, error), error) {
+	out := make([]func(any) (any, error), len(sel))
+	for i, s := range sel {
+		out[i] = func(v any) (any, error) { return v, nil }
+		switch {
+		case s.Times != "":
+			m, err := a.get(s.Times)
+			if err != nil {
+				return nil, err
+			}
+			mul, ok := m.(int64)
+			if !ok || !strings.HasPrefix(s.Cast, "bigint") {
+				return nil, fmt.Errorf("tdsfake: [%s] * %s (%T) AS %s: want a bigint multiplier and a bigint cast", s.Name, s.Times, m, s.Cast)
+			}
+			name := s.Name
+			out[i] = func(v any) (any, error) {
+				if v == nil {
+					return nil, nil
+				}
+				d, ok := v.(string)
+				r, ok2 := new(big.Rat).SetString(d)
+				if !ok || !ok2 {
+					return nil, fmt.Errorf("tdsfake: [%s] * %d: %T %v is not a decimal", name, mul, v, v)
+				}
+				r.Mul(r, new(big.Rat).SetInt64(mul))
+				n := new(big.Int).Quo(r.Num(), r.Denom())
+				if !n.IsInt64() {
+					return nil, fmt.Errorf("tdsfake: arithmetic overflow converting [%s] * %d to bigint (SQL Server: error 8115)", name, mul)
+				}
+				return n.Int64(), nil
+			}
+		case strings.HasPrefix(s.Cast, "varbinary"):
+			out[i] = func(v any) (any, error) {
+				if x, ok := v.(string); ok {
+					b := make([]byte, 0, 2*len(x))
+					for _, u := range utf16.Encode([]rune(x)) {
+						b = append(b, byte(u), byte(u>>8))
+					}
+					return b, nil
+				}
+				return v, nil
+			}
+		}
+	}
+	return out, nil
+}
+
 // wireValue turns a value as the fake stores it into what the TDS writer
 // takes for its column: decimal text, uniqueidentifier in SQL Server's
 // byte layout.
@@ -777,6 +832,10 @@ func (h *handler) readRange(ctx context.Context, conn uint64, sql string, a args
 	if err := w.Columns(cols); err != nil || cur == nil {
 		return err
 	}
+	conv, err := castsOf(r.sel, a)
+	if err != nil {
+		return err
+	}
 	vals := make([]any, len(idx))
 	for {
 		row, ok := cur.Next()
@@ -784,7 +843,9 @@ func (h *handler) readRange(ctx context.Context, conn uint64, sql string, a args
 			return cur.Err()
 		}
 		for i, j := range idx {
-			vals[i] = wireValue(row[j])
+			if vals[i], err = conv[i](wireValue(row[j])); err != nil {
+				return err
+			}
 		}
 		if err := w.Row(vals...); err != nil {
 			return err
@@ -817,9 +878,15 @@ func (h *handler) seek(ctx context.Context, conn uint64, sql string, a args, w *
 			return cur.Err()
 		}
 		if n == k {
+			conv, err := castsOf(r.sel, a)
+			if err != nil {
+				return err
+			}
 			vals := make([]any, len(idx))
 			for i, j := range idx {
-				vals[i] = wireValue(row[j])
+				if vals[i], err = conv[i](wireValue(row[j])); err != nil {
+					return err
+				}
 			}
 			return w.Row(vals...)
 		}
@@ -908,14 +975,22 @@ func (h *handler) changes(ctx context.Context, sql string, a args, w *tdsserver.
 	if err := w.Columns(all); err != nil {
 		return err
 	}
+	conv, err := castsOf(r.sel, a)
+	if err != nil {
+		return err
+	}
 	var last lsn.LSN
 	for i, c := range rows {
 		vals := []any{c.StartLSN.Bytes(), c.Seqval.Bytes(), int64(c.Operation)}
 		if r.changeTable {
 			vals = append(vals, int64(c.CommandID))
 		}
-		for _, j := range idx {
-			vals = append(vals, wireValue(c.Values[j]))
+		for k, j := range idx {
+			v, err := conv[k](wireValue(c.Values[j]))
+			if err != nil {
+				return err
+			}
+			vals = append(vals, v)
 		}
 		// CASE WHEN the LSN equals the row before's THEN NULL ELSE its time.
 		var ts any

@@ -393,6 +393,11 @@ func columnAppender(c source.Column, o decodeOptions) (appender, error) {
 			var n decimal128.Num
 			var err error
 			switch x := v.(type) {
+			case int64: // scaledDecimal: the unscaled integer
+				n = decimal128.FromI64(x)
+				if !n.FitsInPrecision(t.Precision) {
+					return fmt.Errorf("column %q: %d does not fit decimal(%d,%d)", c.Name, x, t.Precision, t.Scale)
+				}
 			case []byte:
 				n, err = decimalToNum(x, t.Precision, t.Scale)
 			case string:
@@ -436,8 +441,8 @@ func columnAppender(c source.Column, o decodeOptions) (appender, error) {
 			if !ok {
 				return wrong(v)
 			}
-			if !offset {
-				x = wallUTC(x)
+			if !offset && x.Location() != time.UTC {
+				x = wallUTC(x) // go-mssqldb's default zone is UTC: already so
 			}
 			// UnixMicro floors: datetime2(7) loses its last digit, as
 			// the Delta column's µs resolution requires.
@@ -468,6 +473,9 @@ func columnAppender(c source.Column, o decodeOptions) (appender, error) {
 				b.(*array.StringBuilder).Append(formatTimeText(x, c.Scale))
 				return nil
 			}), nil
+		}
+		if unicodeText(c) {
+			return nullable(utf16Appender(c, wrong)), nil
 		}
 		return nullable(func(b array.Builder, v any) error {
 			x, ok := v.(string)

@@ -61,7 +61,7 @@ EXEC sys.sp_spaceused @objname = @p1;
 -- name: changes/orders
 -- @p1 = varbinary 0x0000002A00000F380003
 -- @p2 = varbinary 0x0000002A00000F400001
-SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[id], [c].[amount], [c].[note], CASE WHEN [c].[__$start_lsn] = LAG([c].[__$start_lsn]) OVER (ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation]) THEN NULL ELSE sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) END AS [__$commit_ts] FROM [cdc].[fn_cdc_get_all_changes_dbo_orders](@p1, @p2, N'all update old') AS [c] ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation];
+SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[id], [c].[amount], CAST([c].[note] AS varbinary(max)) AS [note], CASE WHEN [c].[__$start_lsn] = LAG([c].[__$start_lsn]) OVER (ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation]) THEN NULL ELSE sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) END AS [__$commit_ts] FROM [cdc].[fn_cdc_get_all_changes_dbo_orders](@p1, @p2, N'all update old') AS [c] ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation];
 
 -- name: changes/weird_names
 -- @p1 = varbinary 0x0000002A00000F380003
@@ -76,7 +76,7 @@ SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], CAST([c].[name] 
 -- name: change_table/orders
 -- @p1 = varbinary 0x0000002A00000F380003
 -- @p2 = varbinary 0x0000002A00000F400001
-SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[__$command_id], [c].[id], [c].[amount], [c].[note], CASE WHEN [c].[__$start_lsn] = LAG([c].[__$start_lsn]) OVER (ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation]) THEN NULL ELSE sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) END AS [__$commit_ts] FROM [cdc].[dbo_orders_CT] AS [c] WHERE [c].[__$start_lsn] >= @p1 AND [c].[__$start_lsn] <= @p2 ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation];
+SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[__$command_id], [c].[id], [c].[amount], CAST([c].[note] AS varbinary(max)) AS [note], CASE WHEN [c].[__$start_lsn] = LAG([c].[__$start_lsn]) OVER (ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation]) THEN NULL ELSE sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) END AS [__$commit_ts] FROM [cdc].[dbo_orders_CT] AS [c] WHERE [c].[__$start_lsn] >= @p1 AND [c].[__$start_lsn] <= @p2 ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation];
 
 -- name: change_table/weird_names
 -- @p1 = varbinary 0x0000002A00000F380003

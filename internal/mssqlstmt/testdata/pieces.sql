@@ -1,21 +1,25 @@
 -- name: int/whole
-SELECT [id], [amount], [note] FROM [dbo].[orders]
+-- @p1 = bigint 10000
+SELECT [id], CAST([amount] * @p1 AS bigint) AS [amount], CAST([note] AS varbinary(max)) AS [note] FROM [dbo].[orders]
 ORDER BY [id];
 
 -- name: int/first
--- @p1 = bigint 100
-SELECT [id], [amount], [note] FROM [dbo].[orders] WHERE [id] < CAST(@p1 AS int)
+-- @p1 = bigint 10000
+-- @p2 = bigint 100
+SELECT [id], CAST([amount] * @p1 AS bigint) AS [amount], CAST([note] AS varbinary(max)) AS [note] FROM [dbo].[orders] WHERE [id] < CAST(@p2 AS int)
 ORDER BY [id];
 
 -- name: int/middle
--- @p1 = bigint 100
--- @p2 = bigint 200
-SELECT [id], [amount], [note] FROM [dbo].[orders] WHERE [id] >= CAST(@p1 AS int) AND [id] < CAST(@p2 AS int)
+-- @p1 = bigint 10000
+-- @p2 = bigint 100
+-- @p3 = bigint 200
+SELECT [id], CAST([amount] * @p1 AS bigint) AS [amount], CAST([note] AS varbinary(max)) AS [note] FROM [dbo].[orders] WHERE [id] >= CAST(@p2 AS int) AND [id] < CAST(@p3 AS int)
 ORDER BY [id];
 
 -- name: int/last
--- @p1 = bigint 200
-SELECT [id], [amount], [note] FROM [dbo].[orders] WHERE [id] >= CAST(@p1 AS int)
+-- @p1 = bigint 10000
+-- @p2 = bigint 200
+SELECT [id], CAST([amount] * @p1 AS bigint) AS [amount], CAST([note] AS varbinary(max)) AS [note] FROM [dbo].[orders] WHERE [id] >= CAST(@p2 AS int)
 ORDER BY [id];
 
 -- name: composite/only
@@ -171,7 +175,8 @@ SELECT [k;1], [v AS varchar] FROM [dbo;x].[t]]; DROP TABLE t;--] WHERE [k;1] >= 
 ORDER BY [k;1];
 
 -- name: empty/equal_bounds
-SELECT [id], [amount], [note] FROM [dbo].[orders] WHERE 1 = 0;
+-- @p1 = bigint 10000
+SELECT [id], CAST([amount] * @p1 AS bigint) AS [amount], CAST([note] AS varbinary(max)) AS [note] FROM [dbo].[orders] WHERE 1 = 0;
 
 -- name: utf8/middle
 -- @p1 = nvarchar N'Kraków'

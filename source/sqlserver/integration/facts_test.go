@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/cdcsnap/cdcsnap/fake"
 	"github.com/cdcsnap/cdcsnap/internal/mssqldocs"
@@ -473,5 +475,39 @@ func TestCommitTimesAreInstants(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "ServerTimeZone is not set") {
 		t.Errorf("the detected offset was not logged:\n%s", logs)
+	}
+}
+
+// TestFastReadCasts: the two conversions the read statements ask of the
+// server for the decoder's speed give what go-mssqldb's own decoding of
+// the plain columns gives (FACTS.md F90, F91): an nvarchar and an nchar
+// cast to varbinary are their UTF-16LE units (a supplementary character as
+// a surrogate pair), and a decimal(18,4) times 10000 cast to bigint is its
+// unscaled integer, at both ends of its range.
+func TestFastReadCasts(t *testing.T) {
+	db, _ := open(t, "CDCSNAP_MSSQL_DSN")
+	var text string
+	var units []byte
+	var padded []byte
+	var scaled, lo, hi int64
+	err := db.QueryRowContext(ctx(t), "SELECT CAST(@p1 AS nvarchar(20)), CAST(CAST(@p1 AS nvarchar(20)) AS varbinary(40)), "+
+		"CAST(CAST(@p2 AS nchar(3)) AS varbinary(6)), "+
+		"CAST(CAST(@p3 AS decimal(18,4)) * @p4 AS bigint), CAST(CAST(@p5 AS decimal(18,4)) * @p4 AS bigint), CAST(CAST(@p6 AS decimal(18,4)) * @p4 AS bigint)",
+		"Kraków 東京 😀", "ж", "-1234.5678", int64(10000), "-99999999999999.9999", "99999999999999.9999").Scan(&text, &units, &padded, &scaled, &lo, &hi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []byte
+	for _, u := range utf16.Encode([]rune(text)) {
+		want = append(want, byte(u), byte(u>>8))
+	}
+	if text != "Kraków 東京 😀" || !bytes.Equal(units, want) {
+		t.Errorf("nvarchar %q as varbinary %x, want %x", text, units, want)
+	}
+	if !bytes.Equal(padded, []byte{0x36, 0x04, ' ', 0, ' ', 0}) {
+		t.Errorf("nchar(3) 'ж' as varbinary %x, want 360420002000", padded)
+	}
+	if scaled != -12345678 || lo != -999999999999999999 || hi != 999999999999999999 {
+		t.Errorf("scaled decimals %d %d %d", scaled, lo, hi)
 	}
 }
