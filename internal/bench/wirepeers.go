@@ -272,7 +272,14 @@ func wirePeersTable(ctx context.Context, cfg config, work string, n int64, w io.
 		}
 		prof = filepath.Join(cfg.out, fmt.Sprintf("wire-peers-%d-cdcsnap.cpu.pprof", n))
 	}
-	peers := []wirePeer{cdcsnapPeer(src, ci, prof), goScanPeer(db, query)}
+	// go-mssqldb's loop runs at go-mssqldb's own defaults (4096-byte
+	// packets), not sqlserver.Open's.
+	plain, err := sql.Open("sqlserver", srv.dsn)
+	if err != nil {
+		return err
+	}
+	defer plain.Close()
+	peers := []wirePeer{cdcsnapPeer(src, ci, prof), goScanPeer(plain, query)}
 	var missing []string
 	if cfg.peer {
 		if p, err := odbcPeer(port, user, password, query); err != nil {

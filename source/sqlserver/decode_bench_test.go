@@ -57,3 +57,33 @@ func BenchmarkDecodeRows(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeRowsCast is BenchmarkDecodeRows with the values the
+// range read's casts make go-mssqldb return (FACTS.md F90, F91): nvarchar
+// as UTF-16 bytes, decimal(18,4) as its unscaled int64.
+func BenchmarkDecodeRowsCast(b *testing.B) {
+	cols, rows := benchShape()
+	for _, r := range rows {
+		for _, j := range []int{3, 7} {
+			if s, ok := r[j].(string); ok {
+				r[j] = utf16le(s)
+			}
+		}
+		n, _ := decimalToNum(r[4].([]byte), 18, 4)
+		r[4] = int64(n.LowBits())
+	}
+	d, err := newTableDecoder(cols, decodeOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Release()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if err := d.Append(rows[i%len(rows)]); err != nil {
+			b.Fatal(err)
+		}
+		if d.Rows() == 8192 {
+			d.Flush().Release()
+		}
+	}
+}

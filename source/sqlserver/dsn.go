@@ -180,7 +180,7 @@ func redactPairs(s string, odbc bool) (string, []string, bool) {
 // 2.2.6.4, PacketSize; go-mssqldb's default is 4096). The server grants at
 // most its "network packet size" maximum and says so at login; a read of
 // the benchmark's shape spends 15-20 % less client CPU per row than at
-// 4096 (BENCHMARKS.md, "Reading from SQL Server").
+// 4096 (BENCHMARKS.md, "Reading from SQL Server: cdcsnap against Microsoft's drivers").
 const DefaultPacketSize = 32767
 
 // Open opens a *sql.DB on go-mssqldb's "sqlserver" driver, asking for
