@@ -13,7 +13,8 @@ Usage: check-sql.py PATH [PATH ...]
 Checks, per statement:
   * sqlglot (dialect tsql, error_level RAISE) parses it as exactly one
     statement. SET statements are the exception sqlglot warns about: they must
-    be exactly SET TRANSACTION ISOLATION LEVEL READ COMMITTED | SNAPSHOT, and
+    be exactly SET TRANSACTION ISOLATION LEVEL READ COMMITTED | SNAPSHOT or
+    SET LOCK_TIMEOUT <integer milliseconds, -1 for none>, and
     the "unsupported syntax ... Command" warning is expected for them only.
   * every identifier is bracket-quoted, except the system schema `sys` and the
     documented CDC procedures and functions, called by their bare names;
@@ -44,7 +45,7 @@ PROCEDURES = {"sp_cdc_help_change_data_capture", "sp_cdc_get_captured_columns", 
 FUNCTIONS = {"fn_cdc_get_max_lsn", "fn_cdc_get_min_lsn", "fn_cdc_map_lsn_to_time"}
 # Built-in functions sqlglot has no expression type for, called unqualified.
 BUILTINS = {"COLLATIONPROPERTY"}
-SET_RE = re.compile(r"^SET TRANSACTION ISOLATION LEVEL (READ COMMITTED|SNAPSHOT)$")
+SET_RE = re.compile(r"^(SET TRANSACTION ISOLATION LEVEL (READ COMMITTED|SNAPSHOT)|SET LOCK_TIMEOUT (-1|[0-9]{1,10}))$")
 LENGTH_TYPES = {"CHAR", "VARCHAR", "NCHAR", "NVARCHAR", "BINARY", "VARBINARY"}
 # Text check independent of how sqlglot maps type names.
 TEXT_TYPE_RE = re.compile(

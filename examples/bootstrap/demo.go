@@ -45,15 +45,23 @@ type demoDB struct {
 	rng      *rand.Rand
 	next     int64
 	regionOf []uint8 // region index of order id i+1, so changes hit live keys
+	// keyUpdates moves some updated orders to another region.
+	keyUpdates bool
+	updates    int // updates committed
+	moved      int // orders moved to another region
 }
 
-func newDemo(rows int) (*demoDB, error) {
-	db := fake.New(fake.Options{Start: time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC), Tick: 250 * time.Millisecond})
+// newDemo builds the demo database with rows orders. With keyUpdates,
+// every other update (the first included) moves its order to another
+// region (a key update), logged as SQL Server logs one under trace flag
+// 8207: an update-before of the old key and an update-after of the new one.
+func newDemo(rows int, keyUpdates bool) (*demoDB, error) {
+	db := fake.New(fake.Options{Start: time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC), Tick: 250 * time.Millisecond, SingletonKeyUpdates: keyUpdates})
 	err := db.CreateTable(fake.TableDef{Schema: "sales", Name: "orders", Key: []string{"region", "order_id"}, Columns: demoColumns})
 	if err != nil {
 		return nil, err
 	}
-	d := &demoDB{db: db, rng: rand.New(rand.NewPCG(42, 2026))}
+	d := &demoDB{db: db, rng: rand.New(rand.NewPCG(42, 2026)), keyUpdates: keyUpdates}
 	batch := make([]fake.Row, 0, 10_000)
 	for range rows {
 		batch = append(batch, d.row())
@@ -142,6 +150,13 @@ func (d *demoDB) commitChanges() error {
 		} else {
 			row = append(fake.Row(nil), row...)
 			row[3] = keyrange.Decimal(fmt.Sprintf("%d.5000", d.rng.IntN(1000)))
+			d.updates++
+			if d.keyUpdates && d.updates%2 == 1 {
+				to := (int(d.regionOf[id-1]) + 1 + d.rng.IntN(len(demoRegions)-1)) % len(demoRegions)
+				row[0] = demoRegions[to]
+				d.regionOf[id-1] = uint8(to)
+				d.moved++
+			}
 			err = tx.Update("sales", "orders", []any{region, id}, row)
 		}
 		if err != nil {

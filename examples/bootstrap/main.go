@@ -61,6 +61,7 @@ type config struct {
 	verbose        bool
 	progress       time.Duration
 	sourceOut      string
+	keyUpdates     bool
 	create         delta.CreateOptions
 	many           manyConfig
 }
@@ -124,6 +125,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.verbose, "v", false, "log decisions (partition strategy, commits) to stderr")
 	fs.DurationVar(&cfg.progress, "progress", time.Second, "interval of plain progress lines when stderr is not a terminal")
 	fs.StringVar(&cfg.sourceOut, "source-parquet", "", "also write the demo source table's final rows to this Parquet file (for checks with other readers)")
+	fs.BoolVar(&cfg.keyUpdates, "key-updates", false, "the demo fake moves some orders to another region, logged as an update-before and an update-after as under SQL Server's trace flag 8207 (without -dsn)")
 	partitionBy := fs.String("partition-by", "", "when the job creates the table: captured columns to partition it by, comma-separated (e.g. region)")
 	features := fs.String("features", "", "when the job creates the table: Delta table features, comma-separated (e.g. deletionVectors,inCommitTimestamp,rowTracking, Databricks' defaults; see delta.CreateOptions)")
 	fs.StringVar(&cfg.many.instances, "instances", "", "many instances: \"all\", or capture instances to bootstrap, comma-separated (each into its own table; see -target)")
@@ -184,6 +186,7 @@ func (cfg config) validate(set map[string]bool) error {
 		{"demo-tables", "sizes the many-instance demo: with -dsn the tables are the server's", !demo},
 		{"demo-tables", "is for the many-instance demo: add -instances all", !many},
 		{"source-parquet", "writes the demo's source table: it needs the one-table demo (no -dsn, no -instances)", !demo || many},
+		{"key-updates", "changes the demo's source table: it needs the one-table demo (no -dsn, no -instances)", !demo || many},
 		{"tables", "is for many instances: add -instances, -schemas or -match", !many},
 		{"connections", "is for many instances: add -instances, -schemas or -match", !many},
 		{"plan", "shows one capture instance's plan: drop -instances, -schemas and -match", many},
@@ -274,7 +277,7 @@ func runOne(ctx context.Context, cfg config, table *delta.Table, stdout io.Write
 			return err
 		}
 		start := time.Now()
-		demo, err = newDemo(cfg.rows)
+		demo, err = newDemo(cfg.rows, cfg.keyUpdates)
 		if err != nil {
 			return err
 		}
@@ -366,6 +369,9 @@ func runOne(ctx context.Context, cfg config, table *delta.Table, stdout io.Write
 		fmt.Fprintf(stdout, "changes:  none committed after %s yet\n", res.LSN)
 	} else {
 		fmt.Fprintf(stdout, "changes:  %d change rows committed during the snapshot streamed from %s to %s, delta version %d\n", changes, from, to, version)
+	}
+	if demo != nil && demo.keyUpdates {
+		fmt.Fprintf(stdout, "changes:  %d orders moved to another region, each logged as an update-before and an update-after (trace flag 8207)\n", demo.moved)
 	}
 	if earlier {
 		fmt.Fprintln(stdout, "check:    skipped: the table also holds an earlier run's snapshot and changes, of a demo database that no longer exists")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -100,10 +101,12 @@ func TestFormatProgress(t *testing.T) {
 
 // TestRunCreatesTableWithFeatures: with -partition-by and -features the
 // job creates a partitioned table with Databricks' default features, and
-// its own check still proves the latest image equals the source.
+// its own check still proves the latest image equals the source, with
+// -key-updates moving orders from one region (and partition) to another
+// as updates logged 3 then 4.
 func TestRunCreatesTableWithFeatures(t *testing.T) {
 	dir := t.TempDir()
-	cfg := config{target: dir, rows: 3000, partitions: 2, progress: time.Hour,
+	cfg := config{target: dir, rows: 3000, partitions: 2, progress: time.Hour, keyUpdates: true,
 		create: delta.CreateOptions{PartitionBy: []string{"region"}, Features: []string{"deletionVectors", "inCommitTimestamp", "rowTracking"}}}
 	var out, errOut bytes.Buffer
 	if err := run(context.Background(), cfg, &out, &errOut); err != nil {
@@ -111,6 +114,9 @@ func TestRunCreatesTableWithFeatures(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "check:    latest image of "+dir+" equals the source table") {
 		t.Fatalf("no passing check:\n%s", &out)
+	}
+	if !regexp.MustCompile(`changes:  [1-9][0-9]* orders moved to another region`).MatchString(out.String()) {
+		t.Errorf("no key update:\n%s", &out)
 	}
 	table, err := delta.Open(context.Background(), dir, delta.Options{})
 	if err != nil {

@@ -2,9 +2,11 @@ package mssqlstmt
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/lsn"
@@ -205,6 +207,25 @@ func IsolationStatement(iso source.Isolation) Stmt {
 // ResetIsolationStatement restores SQL Server's default level before a
 // connection returns to the pool.
 func ResetIsolationStatement() Stmt { return IsolationStatement(source.ReadCommitted) }
+
+// LockTimeoutStatement sets how long the session's statements wait for a
+// lock before SQL Server ends them with error 1222 (FACTS.md F83): d
+// rounded up to whole milliseconds, at most 2^31-1 ms; a negative d is -1,
+// SQL Server's default (wait as long as the lock is held). Like
+// IsolationStatement it runs as a batch of its own, without parameters (the
+// number is in the text: SET takes no variable here), and sticks to the
+// connection until ResetLockTimeoutStatement.
+func LockTimeoutStatement(d time.Duration) Stmt {
+	ms := int64(-1)
+	if d >= 0 {
+		ms = int64(min((d+time.Millisecond-1)/time.Millisecond, math.MaxInt32))
+	}
+	return Stmt{SQL: "SET LOCK_TIMEOUT " + strconv.FormatInt(ms, 10)}
+}
+
+// ResetLockTimeoutStatement restores SQL Server's default lock time-out
+// (-1, no time-out) before a connection returns to the pool.
+func ResetLockTimeoutStatement() Stmt { return LockTimeoutStatement(-1) }
 
 // IntKeyBoundsStatement reads MIN and MAX of the single integer key column:
 // two index seeks (TOP 1 each way).

@@ -93,9 +93,9 @@ func TestCancelMidReadSendsAttention(t *testing.T) {
 		t.Errorf("releasing a reader early sent no ATTENTION")
 	}
 	reqs := srv.Requests()
-	last := reqs[len(reqs)-1]
-	if last.SQL != "SET TRANSACTION ISOLATION LEVEL READ COMMITTED" || srv.Isolation(last.ConnID) != source.ReadCommitted {
-		t.Errorf("the last statement %q on connection %d (level %s): want the reset to READ COMMITTED", last.SQL, last.ConnID, srv.Isolation(last.ConnID))
+	reset, last := reqs[len(reqs)-2], reqs[len(reqs)-1]
+	if reset.SQL != "SET TRANSACTION ISOLATION LEVEL READ COMMITTED" || last.SQL != "SET LOCK_TIMEOUT -1" || reset.ConnID != last.ConnID || srv.Isolation(last.ConnID) != source.ReadCommitted {
+		t.Errorf("the last statements %q, %q on connections %d, %d (level %s): want the reset to READ COMMITTED and no lock time-out", reset.SQL, last.SQL, reset.ConnID, last.ConnID, srv.Isolation(last.ConnID))
 	}
 	if _, err := src.MaxLSN(context.Background()); err != nil {
 		t.Fatal(err)

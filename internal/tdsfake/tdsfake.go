@@ -75,6 +75,15 @@ type Options struct {
 	// tdsserver.Options.Inject): a transient SQL Server error or a cut
 	// connection mid-stream; Server.Faults counts those that struck.
 	Inject func(req *tdsserver.Request) (tdsserver.Fault, bool)
+	// Locked, when set, stands for a lock another session holds on what a
+	// read needs: it is called with the text of each range read, seek and
+	// change read, and a channel it returns that is not closed yet makes
+	// the statement wait until it closes, or until the connection's SET
+	// LOCK_TIMEOUT has passed, when the statement fails with error 1222
+	// as SQL Server's does (FACTS.md F83). Without a time-out (-1, the
+	// default of every connection) it waits for the lock or until the
+	// client cancels.
+	Locked func(sql string) <-chan struct{}
 }
 
 // Server is a fake.DB served over TDS on a loopback port.
@@ -86,7 +95,7 @@ type Server struct {
 // Start serves db on 127.0.0.1 at a free port until Close or until ctx is
 // done. Connect with Server.DSN("cdcsnap").
 func Start(ctx context.Context, db *fake.DB, opts Options) (*Server, error) {
-	h := &handler{db: db, opts: opts, iso: map[uint64]source.Isolation{}}
+	h := &handler{db: db, opts: opts, iso: map[uint64]source.Isolation{}, lock: map[uint64]time.Duration{}}
 	s, err := tdsserver.Start(ctx, h, tdsserver.Options{
 		User: "cdcsnap", Password: "fake-Passw0rd", PacketSize: opts.PacketSize,
 		Logger: opts.Logger, NoRecord: opts.NoRecord, ServerName: "tdsfake", Inject: opts.Inject,
@@ -112,8 +121,9 @@ type handler struct {
 	opts       Options
 	attentions atomic.Int64
 
-	mu  sync.Mutex
-	iso map[uint64]source.Isolation // per connection
+	mu   sync.Mutex
+	iso  map[uint64]source.Isolation // per connection
+	lock map[uint64]time.Duration    // SET LOCK_TIMEOUT per connection; absent: -1
 }
 
 // Fixed texts of the statements that take no names.
@@ -130,6 +140,8 @@ var (
 	sqlReadCommited = mssqlstmt.IsolationStatement(source.ReadCommitted).SQL
 	sqlSnapshot     = mssqlstmt.IsolationStatement(source.Snapshot).SQL
 	sqlPing         = "select 1;"
+	// sqlLockTimeout is LockTimeoutStatement's text before its number.
+	sqlLockTimeout = strings.TrimSuffix(mssqlstmt.LockTimeoutStatement(0).SQL, "0")
 )
 
 // Serve implements tdsserver.Handler.
@@ -153,7 +165,27 @@ func (h *handler) serve(ctx context.Context, req *tdsserver.Request, w *tdsserve
 	if h.opts.BeforeServe != nil {
 		h.opts.BeforeServe(ctx, sql)
 	}
+	if req.Reset {
+		// A pooled connection's reset sets the SET options back to their
+		// defaults, the lock time-out among them, but not the isolation
+		// level (FACTS.md F32, F83).
+		h.mu.Lock()
+		delete(h.lock, req.ConnID)
+		h.mu.Unlock()
+	}
 	switch {
+	case strings.HasPrefix(sql, sqlLockTimeout):
+		ms, err := strconv.ParseInt(strings.TrimPrefix(sql, sqlLockTimeout), 10, 32)
+		if err != nil || ms < -1 {
+			return w.Error(102, 15, 1, fmt.Sprintf("Incorrect syntax near '%s'.", clip(strings.TrimPrefix(sql, sqlLockTimeout))))
+		}
+		h.mu.Lock()
+		h.lock[req.ConnID] = time.Duration(ms) * time.Millisecond
+		if ms < 0 {
+			delete(h.lock, req.ConnID)
+		}
+		h.mu.Unlock()
+		return nil
 	case sql == sqlReadCommited || sql == sqlSnapshot:
 		h.mu.Lock()
 		h.iso[req.ConnID] = source.ReadCommitted
@@ -200,16 +232,61 @@ func (h *handler) serve(ctx context.Context, req *tdsserver.Request, w *tdsserve
 		return h.spaceUsed(ctx, a, w)
 	case strings.HasPrefix(sql, "SELECT (SELECT MIN("):
 		return h.intKeyBounds(ctx, sql, w)
-	case strings.Contains(sql, " FROM [cdc]."):
-		return h.changes(ctx, sql, a, w)
-	case strings.Contains(sql, ") AS [v]\nCROSS APPLY ("):
-		return h.seekBeyond(ctx, req.ConnID, sql, a, w)
-	case strings.HasSuffix(sql, " ROWS FETCH NEXT 1 ROWS ONLY"):
-		return h.seek(ctx, req.ConnID, sql, a, w)
-	case strings.HasPrefix(sql, "SELECT "):
+	}
+	// The reads, which take row locks.
+	read := func() error {
+		switch {
+		case strings.Contains(sql, " FROM [cdc]."):
+			return h.changes(ctx, sql, a, w)
+		case strings.Contains(sql, ") AS [v]\nCROSS APPLY ("):
+			return h.seekBeyond(ctx, req.ConnID, sql, a, w)
+		case strings.HasSuffix(sql, " ROWS FETCH NEXT 1 ROWS ONLY"):
+			return h.seek(ctx, req.ConnID, sql, a, w)
+		}
 		return h.readRange(ctx, req.ConnID, sql, a, w)
 	}
+	if strings.HasPrefix(sql, "SELECT ") {
+		if blocked, err := h.waitForLock(ctx, req.ConnID, sql); blocked || err != nil {
+			if err != nil {
+				return err
+			}
+			f := tdsserver.TransientFault(1222, 0)
+			return w.Error(f.Number, f.Class, f.State, f.Message)
+		}
+		return read()
+	}
 	return fmt.Errorf("tdsfake: not a statement source/sqlserver sends: %q", clip(sql))
+}
+
+// waitForLock waits for the lock Options.Locked says sql is blocked by:
+// until it is released (false), until the connection's lock time-out has
+// passed (true: the statement fails with error 1222), or until the client
+// cancels (ctx's error).
+func (h *handler) waitForLock(ctx context.Context, conn uint64, sql string) (bool, error) {
+	if h.opts.Locked == nil {
+		return false, nil
+	}
+	held := h.opts.Locked(sql)
+	if held == nil {
+		return false, nil
+	}
+	h.mu.Lock()
+	d, ok := h.lock[conn]
+	h.mu.Unlock()
+	var timeout <-chan time.Time
+	if ok {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-held:
+		return false, nil
+	case <-timeout:
+		return true, nil
+	case <-ctx.Done():
+		return false, context.Cause(ctx)
+	}
 }
 
 // indexes answers IndexesStatement for the table whose object id is @p1:

@@ -40,7 +40,10 @@
 //     time-out, Azure SQL's reconfiguration errors, a broken connection)
 //     runs again on a new connection (Options.Retry): a range read ordered
 //     by its key after the last key it returned, a change read after its
-//     last row; each retry is logged and counted (F80, F81).
+//     last row; each retry is logged and counted (F80, F81). A read blocked
+//     by another session's lock longer than Options.LockTimeout (SET
+//     LOCK_TIMEOUT on its connection, 30 s by default) fails with 1222 and
+//     so runs again, instead of waiting unseen (F83).
 //   - Computed columns are NULL in every change row, so snapshots read them
 //     as NULL too; large-object columns are NULL in some change rows; every
 //     bronze column is nullable (F13, F52).

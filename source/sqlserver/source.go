@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -76,6 +77,31 @@ type Options struct {
 	// MeterProvider receives the source's metrics (MetricRetries) through
 	// OpenTelemetry's API; nil records none.
 	MeterProvider metric.MeterProvider
+	// LockTimeout is how long a statement of a range read, a seek or a
+	// change read waits for a lock another session holds before SQL
+	// Server ends it with error 1222 (SET LOCK_TIMEOUT on the read's
+	// connection, FACTS.md F83). 1222 is transient: the read runs again
+	// within Retry's budget, so a read blocked behind a writer shows as
+	// logged and counted retries and, once the budget is spent, fails
+	// naming the error, instead of waiting unseen until the context ends.
+	// Zero means DefaultLockTimeout; a negative value sets none (SQL
+	// Server's default: wait as long as the lock is held). Reads under
+	// SNAPSHOT isolation take no row locks and are seldom blocked.
+	LockTimeout time.Duration
+}
+
+// DefaultLockTimeout is Options.LockTimeout's zero value: with
+// DefaultRetry's 8 retries, a read blocked by one lock holder fails after
+// about six minutes of logged retries.
+const DefaultLockTimeout = 30 * time.Second
+
+// lockTimeout is the SET LOCK_TIMEOUT of a read's connection (negative:
+// none).
+func (o Options) lockTimeout() time.Duration {
+	if o.LockTimeout == 0 {
+		return DefaultLockTimeout
+	}
+	return o.LockTimeout
 }
 
 // ErrChangeTableDenied means the login may not read a capture instance's
@@ -138,6 +164,9 @@ func New(db *sql.DB, opts Options) (*Source, error) {
 	}
 	if err := opts.Retry.validate(); err != nil {
 		return nil, err
+	}
+	if opts.LockTimeout > math.MaxInt32*time.Millisecond {
+		return nil, fmt.Errorf("sqlserver: New: LockTimeout %s is above SQL Server's limit of 2^31-1 ms", opts.LockTimeout)
 	}
 	log := opts.Logger
 	if log == nil {
@@ -430,11 +459,13 @@ func (s *Source) RowCount(ctx context.Context, ci *source.CaptureInstance) (int6
 	return parseSpaceUsed(rs)
 }
 
-// conn is a dedicated connection set to an isolation level.
+// conn is a dedicated connection set to an isolation level and
+// Options.LockTimeout.
 type conn struct {
-	c   *sql.Conn
-	s   *Source
-	ctx context.Context
+	c           *sql.Conn
+	s           *Source
+	ctx         context.Context
+	lockTimeout bool // set on the connection: reset it on release
 }
 
 // acquire takes a connection from the pool and sets iso on it.
@@ -451,21 +482,44 @@ func (s *Source) acquire(ctx context.Context, iso source.Isolation) (*conn, erro
 		cn.release(true)
 		return nil, fmt.Errorf("sqlserver: setting isolation level %s: %w", iso, err)
 	}
+	if err := cn.setLockTimeout(); err != nil {
+		return nil, err
+	}
 	return cn, nil
 }
 
-// release resets the isolation level and returns the connection to the
-// pool, or closes it (ConnPolicy CloseConn, a failed reset, or discard).
+// setLockTimeout sets Options.LockTimeout on the connection (nothing when
+// it is negative: SQL Server's default); on failure it discards the
+// connection.
+func (cn *conn) setLockTimeout() error {
+	d := cn.s.opts.lockTimeout()
+	if d < 0 {
+		return nil
+	}
+	if _, err := cn.c.ExecContext(cn.ctx, mssqlstmt.LockTimeoutStatement(d).SQL); err != nil {
+		cn.release(true)
+		return fmt.Errorf("sqlserver: setting the lock time-out: %w", err)
+	}
+	cn.lockTimeout = true
+	return nil
+}
+
+// release resets the isolation level and the lock time-out and returns the
+// connection to the pool, or closes it (ConnPolicy CloseConn, a failed
+// reset, or discard).
 func (cn *conn) release(discard bool) {
 	if !discard && cn.s.opts.ConnPolicy == ResetConn {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(cn.ctx), 30*time.Second)
 		_, err := cn.c.ExecContext(ctx, mssqlstmt.ResetIsolationStatement().SQL)
+		if err == nil && cn.lockTimeout {
+			_, err = cn.c.ExecContext(ctx, mssqlstmt.ResetLockTimeoutStatement().SQL)
+		}
 		cancel()
 		if err == nil {
 			_ = cn.c.Close()
 			return
 		}
-		cn.s.log.WarnContext(cn.ctx, "sqlserver: resetting the isolation level failed; closing the connection", "error", err)
+		cn.s.log.WarnContext(cn.ctx, "sqlserver: resetting the isolation level or the lock time-out failed; closing the connection", "error", err)
 	}
 	// Returning driver.ErrBadConn makes database/sql close the connection
 	// instead of pooling it.
@@ -697,16 +751,17 @@ func (s *Source) ReadChanges(ctx context.Context, ci *source.CaptureInstance, fr
 	o, err := s.decodeOptions(ctx, ci.Columns, true)
 	if err != nil {
 		cr.rows.Close()
-		cr.close()
+		cr.close(true)
 		return nil, err
 	}
 	d, err := newChangeDecoder(ci.Columns, o, cr.commandID)
 	if err != nil {
-		cr.close()
+		cr.rows.Close()
+		cr.close(true)
 		return nil, fmt.Errorf("sqlserver: capture instance %q: %w", ci.Name, err)
 	}
 	var pos lsnPosition
-	r := newRowsReader(d, cr.rows, s.batchRows(0), func() { cr.close() }, func(err error) error { return cr.wrap(ctx, err) })
+	r := newRowsReader(d, cr.rows, s.batchRows(0), func() { cr.close(ctx.Err() != nil) }, func(err error) error { return cr.wrap(ctx, err) })
 	r.observe = pos.observe
 	// A read cut by a transient error goes on from the LSN of the last
 	// row decoded, dropping the rows of that LSN already decoded: within
@@ -714,7 +769,7 @@ func (s *Source) ReadChanges(ctx context.Context, ci *source.CaptureInstance, fr
 	// first read's upper bound are already captured, so the second read
 	// returns the same rows.
 	r.resume = func(err error, _, _ int64) (rowSource, bool, error) {
-		cr.close()
+		cr.close(true)
 		at, skip := from, int64(0)
 		if pos.lsn != nil {
 			l, lerr := lsn.FromBytes(pos.lsn)
@@ -732,7 +787,8 @@ func (s *Source) ReadChanges(ctx context.Context, ci *source.CaptureInstance, fr
 			case next.rows == nil:
 				return nil, false, fmt.Errorf("sqlserver: changes of %q: the read resumed at %s found no minimum LSN", ci.Name, at)
 			case next.commandID != cr.commandID:
-				next.close()
+				next.rows.Close()
+				next.close(true)
 				return nil, false, fmt.Errorf("sqlserver: changes of %q: the read resumed at %s from %s, not from what it began with: the order within an LSN differs", ci.Name, at, map[bool]string{true: "the change table", false: "the change function"}[next.commandID])
 			}
 			cr = next
@@ -765,20 +821,22 @@ type changeRead struct {
 	ci        *source.CaptureInstance
 	from, to  lsn.LSN // to clamped to the maximum LSN
 	min       lsn.LSN
-	c         *sql.Conn
+	cn        *conn
 	rows      *sql.Rows
 	commandID bool
 }
 
-func (cr *changeRead) close() {
-	if cr.c != nil {
-		_ = cr.c.Close()
-		cr.c = nil
+// close gives the connection back (reset, see conn.release), or closes it
+// when discard is set (a broken connection, a cancelled read).
+func (cr *changeRead) close(discard bool) {
+	if cr.cn != nil {
+		cr.cn.release(discard)
+		cr.cn = nil
 	}
 }
 
 func (cr *changeRead) minLSN(ctx context.Context) (lsn.LSN, bool, error) {
-	rs, err := cr.s.run(ctx, cr.c, "fn_cdc_get_min_lsn", mssqlstmt.MinLSNStatement(cr.ci.Name))
+	rs, err := cr.s.run(ctx, cr.cn.c, "fn_cdc_get_min_lsn", mssqlstmt.MinLSNStatement(cr.ci.Name))
 	if err != nil {
 		return lsn.LSN{}, false, err
 	}
@@ -813,42 +871,47 @@ func (s *Source) openChanges(ctx context.Context, ci *source.CaptureInstance, fr
 	if err != nil {
 		return nil, fmt.Errorf("sqlserver: taking a connection: %w", err)
 	}
-	cr := &changeRead{s: s, ci: ci, from: from, to: to, c: c}
+	cr := &changeRead{s: s, ci: ci, from: from, to: to, cn: &conn{c: c, s: s, ctx: ctx}}
+	failed := func(err error) bool { return ctx.Err() != nil || Transient(err) }
 	min, ok, err := cr.minLSN(ctx)
 	if err != nil {
-		cr.close()
+		cr.close(failed(err))
 		return nil, err
 	}
 	if !ok {
-		cr.close()
+		cr.close(false)
 		s.log.DebugContext(ctx, "sqlserver: minimum LSN is NULL: the capture job has not reached the instance yet", "capture_instance", ci.Name)
 		return cr, nil
 	}
 	cr.min = min
 	if from.Less(min) {
-		cr.close()
+		cr.close(false)
 		return nil, &source.DataLossError{CaptureInstance: ci.Name, Requested: from, MinLSN: min}
 	}
 	rs, err := s.run(ctx, c, "fn_cdc_get_max_lsn", mssqlstmt.MaxLSNStatement())
 	if err != nil {
-		cr.close()
+		cr.close(failed(err))
 		return nil, err
 	}
 	max, err := parseLSN("fn_cdc_get_max_lsn", rs)
 	if err != nil {
-		cr.close()
+		cr.close(false)
 		return nil, err
 	}
 	if max.LSN.Less(cr.to) {
 		cr.to = max.LSN
 	}
 	if cr.to.Less(from) {
-		cr.close()
+		cr.close(false)
 		return cr, nil
+	}
+	// The change table takes row locks under READ COMMITTED as any table.
+	if err := cr.cn.setLockTimeout(); err != nil {
+		return nil, err
 	}
 	cr.rows, cr.commandID, err = s.queryChanges(ctx, c, ci, from, cr.to)
 	if err != nil {
-		cr.close()
+		cr.close(failed(err))
 		return nil, cr.wrap(ctx, err)
 	}
 	return cr, nil

@@ -132,9 +132,9 @@ func TestReadRangeSetsAndResetsIsolation(t *testing.T) {
 		if len(logs) != 1 {
 			t.Fatalf("connections %d", len(logs))
 		}
-		want := []string{"SET TRANSACTION ISOLATION LEVEL SNAPSHOT", "SELECT"}
+		want := []string{"SET TRANSACTION ISOLATION LEVEL SNAPSHOT", "SET LOCK_TIMEOUT 30000", "SELECT"}
 		if policy == ResetConn {
-			want = append(want, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
+			want = append(want, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED", "SET LOCK_TIMEOUT -1")
 		}
 		if len(logs[0]) != len(want) {
 			t.Fatalf("policy %d: statements %q", policy, logs[0])

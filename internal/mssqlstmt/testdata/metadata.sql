@@ -44,6 +44,15 @@ SET TRANSACTION ISOLATION LEVEL SNAPSHOT;
 -- name: isolation/reset
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 
+-- name: lock_timeout/30s
+SET LOCK_TIMEOUT 30000;
+
+-- name: lock_timeout/rounded_up
+SET LOCK_TIMEOUT 2;
+
+-- name: lock_timeout/reset
+SET LOCK_TIMEOUT -1;
+
 -- name: minmax/int
 SELECT (SELECT MIN([id]) FROM [dbo].[orders]) AS [min], (SELECT MAX([id]) FROM [dbo].[orders]) AS [max];
 
