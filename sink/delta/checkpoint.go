@@ -104,7 +104,7 @@ func (t *Table) maybeCheckpoint(ctx context.Context, s *state) {
 		t.log.Debug("no checkpoint written: the table has features", "version", s.version)
 		return
 	}
-	if err := t.writeCheckpoint(ctx, s, 1); err != nil {
+	if err := t.dlog.writeCheckpoint(ctx, s, 1); err != nil {
 		t.log.Warn("checkpoint failed", "version", s.version, "error", err)
 	}
 }
@@ -123,13 +123,13 @@ func (t *Table) Checkpoint(ctx context.Context, parts int) error {
 	if len(s.meta.PartitionColumns) > 0 || s.protocol.MinWriterVersion > 2 {
 		return fmt.Errorf("delta: table %s: checkpoints of partitioned tables or tables with features are not supported", t.url)
 	}
-	return t.writeCheckpoint(ctx, s, max(parts, 1))
+	return t.dlog.writeCheckpoint(ctx, s, max(parts, 1))
 }
 
 // writeCheckpoint writes a classic V1 checkpoint of s. Its schema has no
 // place for deletion vectors, row ids or domains, so callers keep it to
 // tables without features.
-func (t *Table) writeCheckpoint(ctx context.Context, s *state, parts int) error {
+func (l *Log) writeCheckpoint(ctx context.Context, s *state, parts int) error {
 	rows := checkpointRows(s)
 	parts = min(parts, len(rows))
 	schema := checkpointSchema()
@@ -156,7 +156,7 @@ func (t *Table) writeCheckpoint(ctx context.Context, s *state, parts int) error 
 		if parts > 1 {
 			key = fmt.Sprintf("%s%020d.checkpoint.%010d.%010d.parquet", logDir, s.version, p+1, parts)
 		}
-		if err := t.writeLogFile(ctx, key, buf.Bytes()); err != nil {
+		if err := l.writeLogFile(ctx, key, buf.Bytes()); err != nil {
 			return fmt.Errorf("delta: writing %s: %w", key, err)
 		}
 		total += int64(buf.Len())
@@ -166,9 +166,9 @@ func (t *Table) writeCheckpoint(ctx context.Context, s *state, parts int) error 
 		lc["parts"] = parts
 	}
 	b, _ := json.Marshal(lc)
-	if err := t.writeLogFile(ctx, logDir+"_last_checkpoint", b); err != nil {
+	if err := l.writeLogFile(ctx, logDir+"_last_checkpoint", b); err != nil {
 		return fmt.Errorf("delta: writing _last_checkpoint: %w", err)
 	}
-	t.log.Debug("checkpoint written", "version", s.version, "parts", parts, "actions", len(rows))
+	l.logger().Debug("checkpoint written", "version", s.version, "parts", parts, "actions", len(rows))
 	return nil
 }

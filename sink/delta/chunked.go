@@ -247,7 +247,7 @@ func (t *Table) chunkedHeads(ctx context.Context, ci, planID string) ([]sink.Chu
 	keys := []string{chunkedHeadKey(planID)}
 	if planID == "" {
 		var err error
-		if keys, err = t.listKeys(ctx, chunkedHeadDir, false); err != nil {
+		if keys, err = t.dlog.listKeys(ctx, chunkedHeadDir, false); err != nil {
 			return nil, err
 		}
 	}
@@ -425,7 +425,7 @@ func (t *Table) OpenChunked(ctx context.Context, info sink.Info, chunks int, pla
 // putSame writes a file put-if-absent; one that exists already must hold
 // the same bytes (an earlier attempt of this open).
 func (t *Table) putSame(ctx context.Context, key string, plan []byte) error {
-	err := t.putIfAbsent(ctx, key, plan)
+	err := t.dlog.putIfAbsent(ctx, key, plan)
 	if !errors.Is(err, errConflict) {
 		if err != nil {
 			return fmt.Errorf("writing %s: %w", key, err)

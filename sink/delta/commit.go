@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -16,8 +14,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"gocloud.dev/blob"
-	"gocloud.dev/gcerrors"
 
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink"
@@ -517,7 +513,7 @@ func (t *Table) honourFeatures(ctx context.Context, s *state, v int64, acts []ac
 // inCommitTimestamp returns commit v's inCommitTimestamp, 0 when it has
 // none (a commit from before the feature was enabled).
 func (t *Table) inCommitTimestamp(ctx context.Context, v int64) (int64, error) {
-	acts, err := t.readCommit(ctx, v)
+	acts, err := t.dlog.readCommit(ctx, v)
 	if err != nil {
 		return 0, fmt.Errorf("delta: reading the in-commit timestamp of version %d: %w", v, err)
 	}
@@ -620,7 +616,7 @@ func (t *Table) commit(ctx context.Context, prepare func(s *state, v int64) ([]a
 			buf.Write(b)
 			buf.WriteByte('\n')
 		}
-		err = t.putIfAbsent(ctx, commitKey(v), buf.Bytes())
+		err = t.dlog.putIfAbsent(ctx, commitKey(v), buf.Bytes())
 		if errors.Is(err, errConflict) {
 			t.log.Debug("commit conflict, re-reading the log", "version", v, "attempt", attempt)
 			continue
@@ -644,108 +640,6 @@ func (t *Table) commit(ctx context.Context, prepare func(s *state, v int64) ([]a
 	return 0, fmt.Errorf("delta: gave up committing after %d conflicts", maxCommitAttempts)
 }
 
-// putIfAbsent writes key only if it does not exist, atomically across
-// processes: a local table links a finished temporary file to the final
-// name (link fails if the name exists, and readers never see a partial
-// file); other stores use the bucket's conditional write.
-func (t *Table) putIfAbsent(ctx context.Context, key string, data []byte) error {
-	if t.localRoot != "" {
-		tmpName, err := t.localTemp(data)
-		if err != nil {
-			return err
-		}
-		defer os.Remove(tmpName)
-		final := filepath.Join(t.localRoot, filepath.FromSlash(key))
-		if err := os.MkdirAll(filepath.Dir(final), 0o777); err != nil {
-			return err
-		}
-		if err := os.Link(tmpName, final); err != nil {
-			if errors.Is(err, os.ErrExist) {
-				return errConflict
-			}
-			return err
-		}
-		return nil
-	}
-	if err := t.checkConditionalWrites(ctx); err != nil {
-		return err
-	}
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w, err := t.bucket.NewWriter(wctx, key, &blob.WriterOptions{IfNotExist: true, ContentType: "application/json"})
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(data); err != nil {
-		cancel()
-		_ = w.Close()
-		return err
-	}
-	if err := w.Close(); err != nil {
-		if c := gcerrors.Code(err); c == gcerrors.FailedPrecondition || c == gcerrors.AlreadyExists {
-			return errConflict
-		}
-		return err
-	}
-	return nil
-}
-
-// localTempPattern names a local table's temporary log files. They live in
-// _delta_log itself, as Spark's and delta-rs's do (a dot-file of Spark's
-// log store, _commit_<uuid>.json.tmp of delta-rs): the same file system for
-// link and rename, nothing left beside the table, and a name no Delta
-// reader takes for a commit or checkpoint.
-const localTempPattern = ".cdcsnap-*.tmp"
-
-// localTemp writes data to a synced temporary file in _delta_log.
-func (t *Table) localTemp(data []byte) (string, error) {
-	dir := filepath.Join(t.localRoot, "_delta_log")
-	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return "", err
-	}
-	tmp, err := os.CreateTemp(dir, localTempPattern)
-	if err != nil {
-		return "", err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return "", err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return "", err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return "", err
-	}
-	return tmp.Name(), nil
-}
-
-// writeLogFile writes (or replaces) a log file other than a commit
-// (checkpoints, _last_checkpoint) atomically.
-func (t *Table) writeLogFile(ctx context.Context, key string, data []byte) error {
-	if t.localRoot == "" {
-		return t.bucket.WriteAll(ctx, key, data, nil)
-	}
-	tmpName, err := t.localTemp(data)
-	if err != nil {
-		return err
-	}
-	final := filepath.Join(t.localRoot, filepath.FromSlash(key))
-	if err := os.MkdirAll(filepath.Dir(final), 0o777); err != nil {
-		os.Remove(tmpName)
-		return err
-	}
-	if err := os.Rename(tmpName, final); err != nil {
-		os.Remove(tmpName)
-		return err
-	}
-	return nil
-}
-
 // dataPath reports whether key (an add's decoded path) names a data file
 // inside the table: relative, no "." or ".." segment, no scheme, and not
 // in the log or this package's records. A partition folder may start
@@ -761,4 +655,59 @@ func dataPath(key string) bool {
 		}
 	}
 	return true
+}
+
+// checkWrite refuses, naming each, the table features and constraints
+// this package cannot honour when it appends (see features.go).
+func (t *Table) checkWrite(s *state) error {
+	if s.version < 0 {
+		return nil
+	}
+	p := featureProblems(s)
+	if _, err := partitionColumns(s); err != nil {
+		p = append(p, "partitionColumns ("+err.Error()+")")
+	}
+	if len(p) > 0 {
+		return &UnsupportedProtocolError{Table: t.url, Feature: strings.Join(p, ", "), Write: true}
+	}
+	return nil
+}
+
+// checkRecordTxn refuses a snapshot record that does not parse: ignoring
+// it would hide a snapshot, and a rerun would take a second one.
+func checkRecordTxn(tx Txn) error {
+	if strings.HasPrefix(tx.AppID, snapshotAppPrefix) {
+		if _, ok := parseSnapshotTxn(tx); !ok {
+			return fmt.Errorf("snapshot record %q does not parse", tx.AppID)
+		}
+	}
+	return nil
+}
+
+// checkSnapshotRows refuses a commit whose snapshot record counts other
+// rows than its added files hold: a commit file cut short on a store
+// without atomic writes. Files without stats are not counted (nor checked).
+func checkSnapshotRows(acts []action) error {
+	var rec *Txn
+	var rows int64
+	for i := range acts {
+		switch a := &acts[i]; {
+		case a.Txn != nil && strings.HasPrefix(a.Txn.AppID, snapshotAppPrefix):
+			rec = a.Txn
+		case a.Add != nil:
+			st, err := a.Add.ParseStats()
+			if err != nil {
+				return nil
+			}
+			rows += st.NumRecords
+		}
+	}
+	if rec == nil {
+		return nil
+	}
+	sn, _ := parseSnapshotTxn(*rec)
+	if sn.Rows != rows {
+		return fmt.Errorf("snapshot record %q counts %d rows but the commit's files hold %d (the commit file is incomplete)", rec.AppID, sn.Rows, rows)
+	}
+	return nil
 }

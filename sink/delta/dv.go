@@ -12,6 +12,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"gocloud.dev/blob"
 )
 
 // Deletion vectors, as the Delta protocol describes them (PROTOCOL.md,
@@ -108,18 +109,18 @@ func (d *DeletionVector) key(tableURL string) (string, error) {
 }
 
 // load reads the vector's row indexes.
-func (d *DeletionVector) load(ctx context.Context, t *Table) (*roaring64.Bitmap, error) {
+func (d *DeletionVector) load(ctx context.Context, b *blob.Bucket, tableURL string) (*roaring64.Bitmap, error) {
 	if d.StorageType == "i" {
-		b, err := z85Decode(d.PathOrInlineDv)
+		raw, err := z85Decode(d.PathOrInlineDv)
 		if err != nil {
 			return nil, fmt.Errorf("inline deletion vector: %w", err)
 		}
-		if int64(len(b)) < d.SizeInBytes {
-			return nil, fmt.Errorf("inline deletion vector: %d bytes, the descriptor says %d", len(b), d.SizeInBytes)
+		if int64(len(raw)) < d.SizeInBytes {
+			return nil, fmt.Errorf("inline deletion vector: %d bytes, the descriptor says %d", len(raw), d.SizeInBytes)
 		}
-		return parseDV(b[:d.SizeInBytes], d.Cardinality)
+		return parseDV(raw[:d.SizeInBytes], d.Cardinality)
 	}
-	key, err := d.key(t.url)
+	key, err := d.key(tableURL)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +131,7 @@ func (d *DeletionVector) load(ctx context.Context, t *Table) (*roaring64.Bitmap,
 	if off < 0 || d.SizeInBytes < 4 {
 		return nil, fmt.Errorf("deletion vector %s: offset %d, size %d", key, off, d.SizeInBytes)
 	}
-	r, err := t.bucket.NewRangeReader(ctx, key, off, 4+d.SizeInBytes+4, nil)
+	r, err := b.NewRangeReader(ctx, key, off, 4+d.SizeInBytes+4, nil)
 	if err != nil {
 		return nil, fmt.Errorf("deletion vector %s: %w", key, err)
 	}
@@ -139,11 +140,11 @@ func (d *DeletionVector) load(ctx context.Context, t *Table) (*roaring64.Bitmap,
 	if _, err := io.ReadFull(r, frame); err != nil {
 		return nil, fmt.Errorf("deletion vector %s at %d: %w", key, off, err)
 	}
-	b, err := parseDVFrame(frame, d.SizeInBytes)
+	raw, err := parseDVFrame(frame, d.SizeInBytes)
 	if err != nil {
 		return nil, fmt.Errorf("deletion vector %s at %d: %w", key, off, err)
 	}
-	return parseDV(b, d.Cardinality)
+	return parseDV(raw, d.Cardinality)
 }
 
 // parseDVFrame checks one framed vector of a deletion vector file (size,

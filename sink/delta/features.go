@@ -76,9 +76,9 @@ func hasWriterFeature(p *Protocol, f string) bool {
 	return p != nil && slices.Contains(writerFeatures(p), f)
 }
 
-// featureProblems returns why this package cannot append to the table of
-// s: each unsupported feature, and each constraint it would have to
-// enforce, named.
+// featureProblems returns why an appending writer cannot append to the
+// table of s: each unsupported feature, and each constraint it would have
+// to enforce, named.
 func featureProblems(s *state) []string {
 	var out []string
 	for _, f := range writerFeatures(s.protocol) {
@@ -123,9 +123,6 @@ func featureProblems(s *state) []string {
 	}
 	if len(identity) > 0 {
 		out = append(out, "identityColumns ("+strings.Join(identity, ", ")+")")
-	}
-	if _, err := s.partitionColumns(); err != nil {
-		out = append(out, "partitionColumns ("+err.Error()+")")
 	}
 	return out
 }

@@ -100,7 +100,7 @@ func TestAppendHonoursFeatures(t *testing.T) {
 	}
 	hwm, prevICT := int64(-1), int64(0)
 	for ver := int64(0); ver <= v; ver++ {
-		acts, err := tb.readCommit(ctx, ver)
+		acts, err := tb.dlog.readCommit(ctx, ver)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -524,7 +524,7 @@ func TestCreateOptions(t *testing.T) {
 			t.Fatalf("property %s = %q, want %q", k, s.meta.Configuration[k], v)
 		}
 	}
-	acts, err := tb.readCommit(ctx, 0)
+	acts, err := tb.dlog.readCommit(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"net/url"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -28,6 +30,46 @@ import (
 )
 
 const logDir = "_delta_log/"
+
+// Log reads and writes the transaction log of one Delta table in a
+// bucket. It is safe for concurrent use.
+type Log struct {
+	// URL names the table in errors and logs.
+	URL string
+	// Bucket holds the table, its root at the bucket's root.
+	Bucket *blob.Bucket
+	// LocalRoot is a local table's folder, else "": its log is then
+	// listed, and its log files written, through the file system.
+	LocalRoot string
+	// Logger receives debug and warning messages. Nil means silent.
+	Logger *slog.Logger
+	// CheckTxn, when set, refuses a txn action of a commit or checkpoint
+	// being replayed: the log file is then corrupt (a record of the
+	// table's writer that does not parse must stop the reader).
+	CheckTxn func(Txn) error
+	// CheckCommit, when set, refuses a commit being replayed by its
+	// actions: the commit file is then corrupt.
+	CheckCommit func([]action) error
+
+	// condMu guards condChecked: the store was seen to honour put-if-absent.
+	condMu      sync.Mutex
+	condChecked bool
+}
+
+func (l *Log) logger() *slog.Logger {
+	if l.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l.Logger
+}
+
+// checkTxn applies CheckTxn to a's txn, if it is one.
+func (l *Log) checkTxn(a *action) error {
+	if a.Txn == nil || l.CheckTxn == nil {
+		return nil
+	}
+	return l.CheckTxn(*a.Txn)
+}
 
 // state is the table replayed up to version.
 type state struct {
@@ -93,13 +135,6 @@ func (s *state) apply(a *action) error {
 			s.domains[d.Domain] = d.Configuration
 		}
 	case a.Txn != nil:
-		// A record of ours that does not parse must stop the reader: ignoring
-		// it would hide a snapshot, and a rerun would take a second one.
-		if strings.HasPrefix(a.Txn.AppID, snapshotAppPrefix) {
-			if _, ok := parseSnapshotTxn(*a.Txn); !ok {
-				return fmt.Errorf("snapshot record %q does not parse", a.Txn.AppID)
-			}
-		}
 		s.txns[a.Txn.AppID] = *a.Txn
 	}
 	return nil
@@ -118,34 +153,6 @@ func (s *state) rowIDHighWaterMark() (int64, error) {
 		return 0, fmt.Errorf("delta: domain %s has configuration %q, want {\"rowIdHighWaterMark\": n}", rowTrackingDomain, conf)
 	}
 	return *c.HWM, nil
-}
-
-// checkSnapshotRows refuses a commit whose snapshot record counts other
-// rows than its added files hold: a commit file cut short on a store
-// without atomic writes. Files without stats are not counted (nor checked).
-func checkSnapshotRows(acts []action) error {
-	var rec *Txn
-	var rows int64
-	for i := range acts {
-		switch a := &acts[i]; {
-		case a.Txn != nil && strings.HasPrefix(a.Txn.AppID, snapshotAppPrefix):
-			rec = a.Txn
-		case a.Add != nil:
-			st, err := a.Add.ParseStats()
-			if err != nil {
-				return nil
-			}
-			rows += st.NumRecords
-		}
-	}
-	if rec == nil {
-		return nil
-	}
-	sn, _ := parseSnapshotTxn(*rec)
-	if sn.Rows != rows {
-		return fmt.Errorf("snapshot record %q counts %d rows but the commit's files hold %d (the commit file is incomplete)", rec.AppID, sn.Rows, rows)
-	}
-	return nil
 }
 
 // sortedFiles returns the live files ordered by path.
@@ -178,10 +185,10 @@ type listing struct {
 
 func commitKey(v int64) string { return fmt.Sprintf("%s%020d.json", logDir, v) }
 
-func (t *Table) list(ctx context.Context) (*listing, error) {
-	l := &listing{commits: map[int64]bool{}, classic: map[int64][]string{}, v2: map[int64]string{}, latest: -1}
+func (l *Log) list(ctx context.Context) (*listing, error) {
+	ls := &listing{commits: map[int64]bool{}, classic: map[int64][]string{}, v2: map[int64]string{}, latest: -1}
 	parts := map[int64]map[int]map[int]string{} // version -> total -> part -> key
-	names, err := t.listLog(ctx)
+	names, err := l.listLog(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -189,12 +196,12 @@ func (t *Table) list(ctx context.Context) (*listing, error) {
 		key := logDir + name
 		if m := reCommit.FindStringSubmatch(name); m != nil {
 			v, _ := strconv.ParseInt(m[1], 10, 64)
-			l.commits[v] = true
-			l.latest = max(l.latest, v)
+			ls.commits[v] = true
+			ls.latest = max(ls.latest, v)
 		} else if m := reCheckpoint.FindStringSubmatch(name); m != nil {
 			v, _ := strconv.ParseInt(m[1], 10, 64)
-			l.classic[v] = []string{key}
-			l.latest = max(l.latest, v)
+			ls.classic[v] = []string{key}
+			ls.latest = max(ls.latest, v)
 		} else if m := reMultipart.FindStringSubmatch(name); m != nil {
 			v, _ := strconv.ParseInt(m[1], 10, 64)
 			p, _ := strconv.Atoi(m[2])
@@ -207,17 +214,17 @@ func (t *Table) list(ctx context.Context) (*listing, error) {
 			}
 			parts[v][n][p] = key
 			// even an incomplete checkpoint says the table reached v
-			l.latest = max(l.latest, v)
+			ls.latest = max(ls.latest, v)
 		} else if m := reV2.FindStringSubmatch(name); m != nil {
 			v, _ := strconv.ParseInt(m[1], 10, 64)
-			if k, ok := l.v2[v]; !ok || key < k {
-				l.v2[v] = key // two for one version hold the same state: take either
+			if k, ok := ls.v2[v]; !ok || key < k {
+				ls.v2[v] = key // two for one version hold the same state: take either
 			}
-			l.latest = max(l.latest, v)
+			ls.latest = max(ls.latest, v)
 		}
 	}
 	for v, byTotal := range parts {
-		if _, ok := l.classic[v]; ok {
+		if _, ok := ls.classic[v]; ok {
 			continue
 		}
 		for n, ps := range byTotal {
@@ -235,18 +242,18 @@ func (t *Table) list(ctx context.Context) (*listing, error) {
 				keys = append(keys, k)
 			}
 			if complete {
-				l.classic[v] = keys
-				l.latest = max(l.latest, v)
+				ls.classic[v] = keys
+				ls.latest = max(ls.latest, v)
 				break
 			}
 		}
 	}
-	return l, nil
+	return ls, nil
 }
 
 // listLog returns the names of the files in _delta_log.
-func (t *Table) listLog(ctx context.Context) ([]string, error) {
-	keys, err := t.listKeys(ctx, logDir, false)
+func (l *Log) listLog(ctx context.Context) ([]string, error) {
+	keys, err := l.listKeys(ctx, logDir, false)
 	for i, k := range keys {
 		keys[i] = strings.TrimPrefix(k, logDir)
 	}
@@ -258,15 +265,15 @@ func (t *Table) listLog(ctx context.Context) ([]string, error) {
 // key ending in "/". A local table reads the directory itself: fileblob's
 // listing fails when a file vanishes while it lists (another writer's
 // temporary file, a partial snapshot being dropped).
-func (t *Table) listKeys(ctx context.Context, prefix string, dirs bool) ([]string, error) {
-	if t.localRoot != "" {
+func (l *Log) listKeys(ctx context.Context, prefix string, dirs bool) ([]string, error) {
+	if l.LocalRoot != "" {
 		dir, name := path.Split(prefix)
-		es, err := os.ReadDir(filepath.Join(t.localRoot, filepath.FromSlash(dir)))
+		es, err := os.ReadDir(filepath.Join(l.LocalRoot, filepath.FromSlash(dir)))
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("delta: table %s: listing %s: %w", t.url, prefix, err)
+			return nil, fmt.Errorf("delta: table %s: listing %s: %w", l.URL, prefix, err)
 		}
 		var out []string
 		for _, e := range es {
@@ -280,7 +287,7 @@ func (t *Table) listKeys(ctx context.Context, prefix string, dirs bool) ([]strin
 		}
 		return out, nil
 	}
-	it := t.bucket.List(&blob.ListOptions{Prefix: prefix, Delimiter: "/"})
+	it := l.Bucket.List(&blob.ListOptions{Prefix: prefix, Delimiter: "/"})
 	var out []string
 	for {
 		obj, err := it.Next(ctx)
@@ -288,7 +295,7 @@ func (t *Table) listKeys(ctx context.Context, prefix string, dirs bool) ([]strin
 			return out, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("delta: table %s: listing %s: %w", t.url, prefix, err)
+			return nil, fmt.Errorf("delta: table %s: listing %s: %w", l.URL, prefix, err)
 		}
 		if obj.IsDir == dirs {
 			out = append(out, obj.Key)
@@ -298,15 +305,15 @@ func (t *Table) listKeys(ctx context.Context, prefix string, dirs bool) ([]strin
 
 // load replays the log up to version upTo (-1: the latest), starting from
 // base when base's version is still reachable by JSON commits.
-func (t *Table) load(ctx context.Context, base *state, upTo int64) (*state, error) {
-	l, err := t.list(ctx)
+func (l *Log) load(ctx context.Context, base *state, upTo int64) (*state, error) {
+	ls, err := l.list(ctx)
 	if err != nil {
 		return nil, err
 	}
-	target := l.latest
+	target := ls.latest
 	if upTo >= 0 {
-		if upTo > l.latest {
-			return nil, fmt.Errorf("delta: table %s has no version %d (latest %d)", t.url, upTo, l.latest)
+		if upTo > ls.latest {
+			return nil, fmt.Errorf("delta: table %s has no version %d (latest %d)", l.URL, upTo, ls.latest)
 		}
 		target = upTo
 	}
@@ -320,17 +327,17 @@ func (t *Table) load(ctx context.Context, base *state, upTo int64) (*state, erro
 	if base != nil && base.version >= 0 && base.version <= target {
 		ok := true
 		for v := base.version + 1; v <= target; v++ {
-			if !l.commits[v] {
+			if !ls.commits[v] {
 				ok = false
 				break
 			}
 		}
 		if ok {
 			s := base.clone()
-			if err := t.replayCommits(ctx, s, base.version+1, target); err != nil {
+			if err := l.replayCommits(ctx, s, base.version+1, target); err != nil {
 				return nil, err
 			}
-			return s, t.checkRead(s)
+			return s, l.checkRead(s)
 		}
 	}
 	// _last_checkpoint is a hint only: the listing decides which
@@ -338,12 +345,12 @@ func (t *Table) load(ctx context.Context, base *state, upTo int64) (*state, erro
 	// missing), classic, multi-part or UUID-named (v2 spec).
 	cp := int64(-1)
 	var cpKeys []string
-	for v, keys := range l.classic {
+	for v, keys := range ls.classic {
 		if v <= target && v > cp {
 			cp, cpKeys = v, keys
 		}
 	}
-	for v, key := range l.v2 {
+	for v, key := range ls.v2 {
 		if v <= target && v > cp {
 			cp, cpKeys = v, []string{key}
 		}
@@ -351,53 +358,58 @@ func (t *Table) load(ctx context.Context, base *state, upTo int64) (*state, erro
 	s := emptyState()
 	from := int64(0)
 	if cp >= 0 {
-		if err := t.readCheckpoint(ctx, s, cpKeys); err != nil {
+		if err := l.readCheckpoint(ctx, s, cpKeys); err != nil {
 			return nil, err
 		}
 		s.version = cp
 		from = cp + 1
-		if err := t.checkRead(s); err != nil {
+		if err := l.checkRead(s); err != nil {
 			return nil, err
 		}
 	}
 	for v := from; v <= target; v++ {
-		if !l.commits[v] {
+		if !ls.commits[v] {
 			return nil, &CorruptLogError{File: commitKey(v), Err: fmt.Errorf("commit %d is missing (no checkpoint covers it; the log has versions up to %d)", v, target)}
 		}
 	}
-	if err := t.replayCommits(ctx, s, from, target); err != nil {
+	if err := l.replayCommits(ctx, s, from, target); err != nil {
 		return nil, err
 	}
-	return s, t.checkRead(s)
+	return s, l.checkRead(s)
 }
 
-func (t *Table) replayCommits(ctx context.Context, s *state, from, to int64) error {
+func (l *Log) replayCommits(ctx context.Context, s *state, from, to int64) error {
 	for v := from; v <= to; v++ {
-		acts, err := t.readCommit(ctx, v)
+		acts, err := l.readCommit(ctx, v)
 		if err != nil {
 			return err
 		}
 		for i := range acts {
 			if acts[i].Protocol != nil {
-				if err := t.checkProtocol(acts[i].Protocol); err != nil {
+				if err := l.checkProtocol(acts[i].Protocol); err != nil {
 					return err
 				}
+			}
+			if err := l.checkTxn(&acts[i]); err != nil {
+				return &CorruptLogError{File: commitKey(v), Err: err}
 			}
 			if err := s.apply(&acts[i]); err != nil {
 				return &CorruptLogError{File: commitKey(v), Err: err}
 			}
 		}
-		if err := checkSnapshotRows(acts); err != nil {
-			return &CorruptLogError{File: commitKey(v), Err: err}
+		if l.CheckCommit != nil {
+			if err := l.CheckCommit(acts); err != nil {
+				return &CorruptLogError{File: commitKey(v), Err: err}
+			}
 		}
 		s.version = v
 	}
 	return nil
 }
 
-func (t *Table) readCommit(ctx context.Context, v int64) ([]action, error) {
+func (l *Log) readCommit(ctx context.Context, v int64) ([]action, error) {
 	key := commitKey(v)
-	b, err := t.bucket.ReadAll(ctx, key)
+	b, err := l.Bucket.ReadAll(ctx, key)
 	if err != nil {
 		return nil, &CorruptLogError{File: key, Err: err}
 	}
@@ -429,11 +441,11 @@ func parseCommit(key string, b []byte) ([]action, error) {
 
 // readCheckpoint applies every action of a classic (single or multi-part)
 // Parquet checkpoint.
-func (t *Table) readCheckpoint(ctx context.Context, s *state, keys []string) error {
+func (l *Log) readCheckpoint(ctx context.Context, s *state, keys []string) error {
 	for len(keys) > 0 {
 		key := keys[0]
 		keys = keys[1:]
-		b, err := t.bucket.ReadAll(ctx, key)
+		b, err := l.Bucket.ReadAll(ctx, key)
 		if err != nil {
 			return &CorruptLogError{File: key, Err: err}
 		}
@@ -468,9 +480,12 @@ func (t *Table) readCheckpoint(ctx context.Context, s *state, keys []string) err
 				continue
 			}
 			if acts[i].Protocol != nil {
-				if err := t.checkProtocol(acts[i].Protocol); err != nil {
+				if err := l.checkProtocol(acts[i].Protocol); err != nil {
 					return err
 				}
+			}
+			if err := l.checkTxn(&acts[i]); err != nil {
+				return &CorruptLogError{File: key, Err: err}
 			}
 			if err := s.apply(&acts[i]); err != nil {
 				return &CorruptLogError{File: key, Err: err}
@@ -555,7 +570,7 @@ func supportedReaderFeature(f string) bool {
 	return false
 }
 
-func (t *Table) checkProtocol(p *Protocol) error {
+func (l *Log) checkProtocol(p *Protocol) error {
 	var unsupported []string
 	for _, f := range p.ReaderFeatures {
 		if !supportedReaderFeature(f) {
@@ -563,7 +578,7 @@ func (t *Table) checkProtocol(p *Protocol) error {
 		}
 	}
 	if len(unsupported) > 0 {
-		return &UnsupportedProtocolError{Table: t.url, Feature: strings.Join(unsupported, ",")}
+		return &UnsupportedProtocolError{Table: l.URL, Feature: strings.Join(unsupported, ",")}
 	}
 	switch {
 	case p.MinReaderVersion <= 1:
@@ -571,11 +586,11 @@ func (t *Table) checkProtocol(p *Protocol) error {
 	case p.MinReaderVersion == 2, p.MinReaderVersion == 3:
 		return nil // 2 is column mapping
 	default:
-		return &UnsupportedProtocolError{Table: t.url, Feature: fmt.Sprintf("minReaderVersion=%d", p.MinReaderVersion)}
+		return &UnsupportedProtocolError{Table: l.URL, Feature: fmt.Sprintf("minReaderVersion=%d", p.MinReaderVersion)}
 	}
 }
 
-func (t *Table) checkRead(s *state) error {
+func (l *Log) checkRead(s *state) error {
 	if s.version < 0 {
 		return nil
 	}
@@ -585,23 +600,11 @@ func (t *Table) checkRead(s *state) error {
 	if s.meta == nil {
 		return &CorruptLogError{File: commitKey(s.version), Err: fmt.Errorf("no metaData action up to version %d", s.version)}
 	}
-	if err := t.checkProtocol(s.protocol); err != nil {
+	if err := l.checkProtocol(s.protocol); err != nil {
 		return err
 	}
 	if _, err := s.mapping(); err != nil {
-		return &UnsupportedProtocolError{Table: t.url, Feature: "columnMapping: " + err.Error()}
-	}
-	return nil
-}
-
-// checkWrite refuses, naming each, the table features and constraints
-// this package cannot honour when it appends (see features.go).
-func (t *Table) checkWrite(s *state) error {
-	if s.version < 0 {
-		return nil
-	}
-	if p := featureProblems(s); len(p) > 0 {
-		return &UnsupportedProtocolError{Table: t.url, Feature: strings.Join(p, ", "), Write: true}
+		return &UnsupportedProtocolError{Table: l.URL, Feature: "columnMapping: " + err.Error()}
 	}
 	return nil
 }

@@ -66,7 +66,7 @@ func (t *Table) OpenPartial(ctx context.Context, info sink.Info, plan json.RawMe
 	if err != nil {
 		return err
 	}
-	err = t.putIfAbsent(ctx, key, b)
+	err = t.dlog.putIfAbsent(ctx, key, b)
 	if errors.Is(err, errConflict) {
 		old, err := t.readPartialHead(ctx, info.PlanID)
 		if err != nil {
@@ -140,7 +140,7 @@ func (t *Table) RecordPart(ctx context.Context, info sink.Info, part sink.Part) 
 	}
 	for g := range maxPartGenerations {
 		key := partialPartKey(info.PlanID, part.Partition, g)
-		err := t.putIfAbsent(ctx, key, b)
+		err := t.dlog.putIfAbsent(ctx, key, b)
 		if err == nil {
 			return part, nil
 		}
@@ -215,7 +215,7 @@ func (t *Table) readPartialPart(ctx context.Context, key, planID string, partiti
 // reads each plan.json, and for the instance's newest one lists its part
 // records and keeps, per partition, the first whose files all exist.
 func (t *Table) FindPartial(ctx context.Context, captureInstance string) (sink.Partial, error) {
-	ids, err := t.listKeys(ctx, partialDir, true)
+	ids, err := t.dlog.listKeys(ctx, partialDir, true)
 	if err != nil {
 		return sink.Partial{}, err
 	}
@@ -247,7 +247,7 @@ func (t *Table) FindPartial(ctx context.Context, captureInstance string) (sink.P
 	out := *best
 	out.Parts, out.Lost = nil, nil
 	prefix := partialDir + best.PlanID + "/part-"
-	keys, err := t.listKeys(ctx, prefix, false)
+	keys, err := t.dlog.listKeys(ctx, prefix, false)
 	if err != nil {
 		return sink.Partial{}, err
 	}
@@ -315,7 +315,7 @@ func (t *Table) DropPartial(ctx context.Context, captureInstance, planID string)
 	if err := t.deleteKey(ctx, partialPlanKey(planID)); err != nil {
 		return err
 	}
-	keys, err := t.listKeys(ctx, partialDir+planID+"/", false)
+	keys, err := t.dlog.listKeys(ctx, partialDir+planID+"/", false)
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,7 @@ func withoutPartitionColumns(schema *arrow.Schema, cols []partitionColumn) *arro
 
 // partitionColumns returns s's partition columns, refusing types this
 // package does not serialize.
-func (s *state) partitionColumns() ([]partitionColumn, error) {
+func partitionColumns(s *state) ([]partitionColumn, error) {
 	if s.meta == nil || len(s.meta.PartitionColumns) == 0 {
 		return nil, nil
 	}

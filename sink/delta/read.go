@@ -56,7 +56,7 @@ func (t *Table) newReader(ctx context.Context, s *state, files []AddFile, schema
 	if err != nil {
 		return nil, err
 	}
-	parts, err := s.partitionColumns()
+	parts, err := partitionColumns(s)
 	if err != nil {
 		return nil, &UnsupportedProtocolError{Table: t.url, Feature: "partitionColumns: " + err.Error()}
 	}
@@ -172,7 +172,7 @@ func (r *tableReader) Next() bool {
 func (r *tableReader) open(a AddFile) error {
 	r.deleted, r.pos = nil, 0
 	if a.DeletionVector != nil {
-		bm, err := a.DeletionVector.load(r.ctx, r.t)
+		bm, err := a.DeletionVector.load(r.ctx, r.t.bucket, r.t.url)
 		if err != nil {
 			return fmt.Errorf("delta: deletion vector of %s: %w", a.Path, err)
 		}

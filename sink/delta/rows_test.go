@@ -40,7 +40,7 @@ func expireTxns(t *testing.T, ctx context.Context, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tb.writeCheckpoint(ctx, c, 1); err != nil {
+	if err := tb.dlog.writeCheckpoint(ctx, c, 1); err != nil {
 		t.Fatal(err)
 	}
 	keep := fmt.Sprintf("%020d.checkpoint.parquet", s.version)

@@ -16,7 +16,6 @@ import (
 	_ "gocloud.dev/blob/gcsblob" // gs:// tables
 	_ "gocloud.dev/blob/memblob" // mem:// tables
 	_ "gocloud.dev/blob/s3blob"  // s3:// tables
-	"gocloud.dev/gcerrors"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -78,13 +77,11 @@ type Table struct {
 	opts      Options
 	log       *slog.Logger
 
+	dlog      *Log
+
 	mu     sync.Mutex
 	cache  *state
 	closed bool
-
-	// condMu guards condChecked: the store was seen to honour put-if-absent.
-	condMu      sync.Mutex
-	condChecked bool
 }
 
 var _ sink.Sink = (*Table)(nil)
@@ -120,8 +117,8 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Table, error) {
 		if err != nil {
 			return nil, fmt.Errorf("delta: opening table folder %s: %w", abs, err)
 		}
-		t := newTable(rawURL, b, opts)
-		t.ownBucket, t.localRoot = true, abs
+		t := newTable(rawURL, b, abs, opts)
+		t.ownBucket = true
 		return t, nil
 	}
 	burl := bucketURL(u)
@@ -129,7 +126,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("delta: opening bucket for table %s: %w", rawURL, err)
 	}
-	t := newTable(rawURL, b, opts)
+	t := newTable(rawURL, b, "", opts)
 	t.ownBucket = true
 	return t, nil
 }
@@ -159,15 +156,17 @@ func bucketURL(u *url.URL) string {
 // processes on S3, GCS and Azure but only within one process on fileblob:
 // use Open for a local folder shared by processes.
 func OpenBucket(b *blob.Bucket, name string, opts Options) *Table {
-	return newTable(name, b, opts)
+	return newTable(name, b, "", opts)
 }
 
-func newTable(name string, b *blob.Bucket, opts Options) *Table {
+func newTable(name string, b *blob.Bucket, localRoot string, opts Options) *Table {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Table{url: name, bucket: b, opts: opts, log: log.With("table", name)}
+	log = log.With("table", name)
+	return &Table{url: name, bucket: b, localRoot: localRoot, opts: opts, log: log,
+		dlog: &Log{URL: name, Bucket: b, LocalRoot: localRoot, Logger: log, CheckTxn: checkRecordTxn, CheckCommit: checkSnapshotRows}}
 }
 
 // Close releases the bucket Open opened. The table's methods fail with
@@ -195,7 +194,7 @@ func (t *Table) current(ctx context.Context) (*state, error) {
 	}
 	base := t.cache
 	t.mu.Unlock()
-	s, err := t.load(ctx, base, -1)
+	s, err := t.dlog.load(ctx, base, -1)
 	if err != nil {
 		return nil, err
 	}
@@ -265,48 +264,4 @@ func (t *Table) ArrowSchema(ctx context.Context) (*arrow.Schema, error) {
 		return nil, err
 	}
 	return s.ArrowSchema()
-}
-
-// checkConditionalWrites makes sure, once per Table, that a bucket store
-// honours put-if-absent before the table's first conditional write: it
-// writes a probe object under _cdcsnap/probe/ twice with IfNotExist and
-// refuses the store (ErrNoConditionalWrites) if the second write
-// succeeds. S3 (since August 2024), GCS and Azure honour it; so do the
-// emulators package reliability runs (moto, fake-gcs-server, Azurite).
-// An S3-compatible store that ignores If-None-Match would let two writers
-// of one version overwrite each other's commit.
-func (t *Table) checkConditionalWrites(ctx context.Context) error {
-	t.condMu.Lock()
-	defer t.condMu.Unlock()
-	if t.condChecked {
-		return nil
-	}
-	key := "_cdcsnap/probe/" + newUUID()
-	put := func() error {
-		w, err := t.bucket.NewWriter(ctx, key, &blob.WriterOptions{IfNotExist: true, ContentType: "text/plain"})
-		if err != nil {
-			return err
-		}
-		if _, err := w.Write([]byte("cdcsnap checks that this store honours put-if-absent\n")); err != nil {
-			_ = w.Close()
-			return err
-		}
-		return w.Close()
-	}
-	if err := put(); err != nil {
-		return fmt.Errorf("delta: table %s: checking the store's conditional writes (%s): %w", t.url, key, err)
-	}
-	err := put()
-	if derr := t.bucket.Delete(ctx, key); derr != nil {
-		t.log.Warn("could not delete the conditional-write probe", "key", key, "error", derr)
-	}
-	switch c := gcerrors.Code(err); {
-	case err == nil:
-		return fmt.Errorf("delta: table %s: a second put-if-absent of %s succeeded: %w", t.url, key, ErrNoConditionalWrites)
-	case c == gcerrors.FailedPrecondition || c == gcerrors.AlreadyExists:
-		t.condChecked = true
-		return nil
-	default:
-		return fmt.Errorf("delta: table %s: checking the store's conditional writes (%s): %w", t.url, key, err)
-	}
 }

@@ -494,7 +494,7 @@ type fileSets struct {
 }
 
 func (t *Table) newFileSets(st *state, schema *arrow.Schema, partition int, constant bool) (*fileSets, error) {
-	cols, err := st.partitionColumns()
+	cols, err := partitionColumns(st)
 	if err != nil {
 		return nil, &UnsupportedProtocolError{Table: t.url, Feature: "partitionColumns: " + err.Error(), Write: true}
 	}
@@ -735,7 +735,7 @@ func (t *Table) checkLayout(s *state, schema *arrow.Schema, adds []AddFile) erro
 	if err != nil {
 		return err
 	}
-	cols, err := st.partitionColumns()
+	cols, err := partitionColumns(st)
 	if err != nil {
 		return err
 	}
