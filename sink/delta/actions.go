@@ -84,15 +84,15 @@ type AddFile struct {
 	DefaultRowCommitVersion *int64 `json:"defaultRowCommitVersion,omitempty"`
 }
 
-// domainMetadata is a Delta domainMetadata action.
-type domainMetadata struct {
+// DomainMetadata is a Delta DomainMetadata action.
+type DomainMetadata struct {
 	Domain        string `json:"domain"`
 	Configuration string `json:"configuration"`
 	Removed       bool   `json:"removed"`
 }
 
-// rowTrackingDomain holds the row id high water mark.
-const rowTrackingDomain = "delta.rowTracking"
+// RowTrackingDomain holds the row id high water mark.
+const RowTrackingDomain = "delta.rowTracking"
 
 // FileStats is the decoded form of AddFile.Stats.
 type FileStats struct {
@@ -108,10 +108,10 @@ type FileStats struct {
 	NullCount map[string]int64 `json:"nullCount,omitempty"`
 }
 
-// key is the file's object key below the table root: Path is a URI
+// Key is the file's object Key below the table root: Path is a URI
 // path (escaped as the protocol says); one that does not unescape is
 // taken as it is.
-func (a AddFile) key() string {
+func (a AddFile) Key() string {
 	if k, err := url.PathUnescape(a.Path); err == nil {
 		return k
 	}
@@ -132,7 +132,7 @@ func (a AddFile) ParseStats() (FileStats, error) {
 	return s, nil
 }
 
-type removeFile struct {
+type RemoveFile struct {
 	Path                 string          `json:"path"`
 	DeletionTimestamp    int64           `json:"deletionTimestamp,omitempty"`
 	DataChange           bool            `json:"dataChange"`
@@ -167,27 +167,27 @@ type Protocol struct {
 	WriterFeatures []string `json:"writerFeatures,omitempty"`
 }
 
-type format struct {
+type Format struct {
 	Provider string    `json:"provider"`
 	Options  StringMap `json:"options"`
 }
 
-type metaData struct {
+type MetaData struct {
 	ID               string    `json:"id"`
 	Name             *string   `json:"name,omitempty"`
 	Description      *string   `json:"description,omitempty"`
-	Format           format    `json:"format"`
+	Format           Format    `json:"format"`
 	SchemaString     string    `json:"schemaString"`
 	PartitionColumns []string  `json:"partitionColumns"`
 	Configuration    StringMap `json:"configuration"`
 	CreatedTime      *int64    `json:"createdTime,omitempty"`
 }
 
-// action is one line of a commit file (or one row of a checkpoint).
-type action struct {
+// Action is one line of a commit file (or one row of a checkpoint).
+type Action struct {
 	Add        *AddFile        `json:"add,omitempty"`
-	Remove     *removeFile     `json:"remove,omitempty"`
-	MetaData   *metaData       `json:"metaData,omitempty"`
+	Remove     *RemoveFile     `json:"remove,omitempty"`
+	MetaData   *MetaData       `json:"metaData,omitempty"`
 	Protocol   *Protocol       `json:"protocol,omitempty"`
 	Txn        *Txn            `json:"txn,omitempty"`
 	CommitInfo json.RawMessage `json:"commitInfo,omitempty"`

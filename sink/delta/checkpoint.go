@@ -48,17 +48,17 @@ func kv(m StringMap) []map[string]string {
 
 // checkpointRows returns the checkpoint's rows as JSON objects: protocol,
 // metaData, the live txns, the live files and the tombstones.
-func checkpointRows(s *state) []map[string]any {
+func checkpointRows(s *State) []map[string]any {
 	rows := []map[string]any{}
-	p := map[string]any{"minReaderVersion": s.protocol.MinReaderVersion, "minWriterVersion": s.protocol.MinWriterVersion}
-	if s.protocol.ReaderFeatures != nil {
-		p["readerFeatures"] = s.protocol.ReaderFeatures
+	p := map[string]any{"minReaderVersion": s.Protocol.MinReaderVersion, "minWriterVersion": s.Protocol.MinWriterVersion}
+	if s.Protocol.ReaderFeatures != nil {
+		p["readerFeatures"] = s.Protocol.ReaderFeatures
 	}
-	if s.protocol.WriterFeatures != nil {
-		p["writerFeatures"] = s.protocol.WriterFeatures
+	if s.Protocol.WriterFeatures != nil {
+		p["writerFeatures"] = s.Protocol.WriterFeatures
 	}
 	rows = append(rows, map[string]any{"protocol": p})
-	m := s.meta
+	m := s.Meta
 	md := map[string]any{
 		"id": m.ID, "name": m.Name, "description": m.Description,
 		"format":           map[string]any{"provider": m.Format.Provider, "options": kv(m.Format.Options)},
@@ -68,10 +68,10 @@ func checkpointRows(s *state) []map[string]any {
 		"createdTime":      m.CreatedTime,
 	}
 	rows = append(rows, map[string]any{"metaData": md})
-	for _, tx := range s.txns {
+	for _, tx := range s.Txns {
 		rows = append(rows, map[string]any{"txn": map[string]any{"appId": tx.AppID, "version": tx.Version, "lastUpdated": tx.LastUpdated}})
 	}
-	for _, a := range s.sortedFiles() {
+	for _, a := range s.SortedFiles() {
 		add := map[string]any{"path": a.Path, "partitionValues": kv(a.PartitionValues), "size": a.Size,
 			"modificationTime": a.ModificationTime, "dataChange": a.DataChange}
 		if a.Stats != "" {
@@ -82,54 +82,17 @@ func checkpointRows(s *state) []map[string]any {
 		}
 		rows = append(rows, map[string]any{"add": add})
 	}
-	for _, r := range s.removes {
+	for _, r := range s.Removes {
 		rows = append(rows, map[string]any{"remove": map[string]any{"path": r.Path, "deletionTimestamp": r.DeletionTimestamp,
 			"dataChange": false, "extendedFileMetadata": r.ExtendedFileMetadata, "partitionValues": kv(r.PartitionValues), "size": r.Size}})
 	}
 	return rows
 }
 
-// maybeCheckpoint writes a checkpoint of version s.version when it is a
-// multiple of the interval. A failure is logged, never returned: the
-// commit is already durable and readers do not need the checkpoint.
-func (t *Table) maybeCheckpoint(ctx context.Context, s *state) {
-	n := t.opts.checkpointInterval()
-	if n <= 0 || s.version <= 0 || s.version%n != 0 {
-		return
-	}
-	if s.protocol.MinWriterVersion > 2 || len(s.meta.PartitionColumns) > 0 {
-		// A table with features (v2 checkpoints, row tracking, ...) is
-		// checkpointed by the engine that gave it those features; a
-		// missing checkpoint only costs readers a longer replay.
-		t.log.Debug("no checkpoint written: the table has features", "version", s.version)
-		return
-	}
-	if err := t.dlog.writeCheckpoint(ctx, s, 1); err != nil {
-		t.log.Warn("checkpoint failed", "version", s.version, "error", err)
-	}
-}
-
-// Checkpoint writes a classic checkpoint of the latest version (in parts
-// Parquet files when parts > 1, a multi-part checkpoint) and
-// _last_checkpoint.
-func (t *Table) Checkpoint(ctx context.Context, parts int) error {
-	s, err := t.current(ctx)
-	if err != nil {
-		return err
-	}
-	if s.version < 0 {
-		return fmt.Errorf("delta: table %s does not exist", t.url)
-	}
-	if len(s.meta.PartitionColumns) > 0 || s.protocol.MinWriterVersion > 2 {
-		return fmt.Errorf("delta: table %s: checkpoints of partitioned tables or tables with features are not supported", t.url)
-	}
-	return t.dlog.writeCheckpoint(ctx, s, max(parts, 1))
-}
-
-// writeCheckpoint writes a classic V1 checkpoint of s. Its schema has no
+// WriteCheckpoint writes a classic V1 checkpoint of s. Its schema has no
 // place for deletion vectors, row ids or domains, so callers keep it to
 // tables without features.
-func (l *Log) writeCheckpoint(ctx context.Context, s *state, parts int) error {
+func (l *Log) WriteCheckpoint(ctx context.Context, s *State, parts int) error {
 	rows := checkpointRows(s)
 	parts = min(parts, len(rows))
 	schema := checkpointSchema()
@@ -152,23 +115,23 @@ func (l *Log) writeCheckpoint(ctx context.Context, s *state, parts int) error {
 		if err != nil {
 			return fmt.Errorf("delta: writing checkpoint: %w", err)
 		}
-		key := fmt.Sprintf("%s%020d.checkpoint.parquet", logDir, s.version)
+		key := fmt.Sprintf("%s%020d.checkpoint.parquet", LogDir, s.Version)
 		if parts > 1 {
-			key = fmt.Sprintf("%s%020d.checkpoint.%010d.%010d.parquet", logDir, s.version, p+1, parts)
+			key = fmt.Sprintf("%s%020d.checkpoint.%010d.%010d.parquet", LogDir, s.Version, p+1, parts)
 		}
 		if err := l.writeLogFile(ctx, key, buf.Bytes()); err != nil {
 			return fmt.Errorf("delta: writing %s: %w", key, err)
 		}
 		total += int64(buf.Len())
 	}
-	lc := map[string]any{"version": s.version, "size": len(rows), "sizeInBytes": total, "numOfAddFiles": len(s.files)}
+	lc := map[string]any{"version": s.Version, "size": len(rows), "sizeInBytes": total, "numOfAddFiles": len(s.Files)}
 	if parts > 1 {
 		lc["parts"] = parts
 	}
 	b, _ := json.Marshal(lc)
-	if err := l.writeLogFile(ctx, logDir+"_last_checkpoint", b); err != nil {
+	if err := l.writeLogFile(ctx, LogDir+"_last_checkpoint", b); err != nil {
 		return fmt.Errorf("delta: writing _last_checkpoint: %w", err)
 	}
-	l.logger().Debug("checkpoint written", "version", s.version, "parts", parts, "actions", len(rows))
+	l.logger().Debug("checkpoint written", "version", s.Version, "parts", parts, "actions", len(rows))
 	return nil
 }

@@ -390,7 +390,7 @@ func TestChunkedAfterCheckpointAndCleanup(t *testing.T) {
 		t.Fatal(err)
 	}
 	for v := 0; v <= 5; v++ {
-		if err := os.Remove(filepath.Join(dir, filepath.FromSlash(commitKey(int64(v))))); err != nil {
+		if err := os.Remove(filepath.Join(dir, filepath.FromSlash(CommitKey(int64(v))))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -426,7 +426,7 @@ func TestChunkedAfterCheckpointAndCleanup(t *testing.T) {
 		t.Fatalf("%d rows, want 40 chunk rows and 3 change rows", tbl.NumRows())
 	}
 	// The durable records are txns; commitInfo carries the metadata.
-	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(commitKey(6))))
+	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(CommitKey(6))))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,28 +18,28 @@ import (
 // lacks reads as NULL. The bronze columns are flat, so only top-level
 // fields are mapped.
 
-// parquetFieldID is the Arrow field metadata key pqarrow reads and writes
+// ParquetFieldID is the Arrow field metadata key pqarrow reads and writes
 // as a Parquet SchemaElement's field_id.
-const parquetFieldID = "PARQUET:field_id"
+const ParquetFieldID = "PARQUET:field_id"
 
-// columnMapping is a table's mapping: mode "" (none), "name" or "id", and
+// ColumnMapping is a table's mapping: mode "" (none), "name" or "id", and
 // each display name's physical name and id.
-type columnMapping struct {
+type ColumnMapping struct {
 	mode     string
 	physical map[string]string
 	ids      map[string]int32
 }
 
-// mapping returns s's column mapping, honouring delta.columnMapping.mode
+// Mapping returns s's column Mapping, honouring delta.columnMapping.mode
 // only where the protocol supports the feature, as the protocol says.
-func (s *state) mapping() (columnMapping, error) {
-	m := columnMapping{}
-	if s.meta == nil || s.protocol == nil {
+func (s *State) Mapping() (ColumnMapping, error) {
+	m := ColumnMapping{}
+	if s.Meta == nil || s.Protocol == nil {
 		return m, nil
 	}
-	mode := s.meta.Configuration["delta.columnMapping.mode"]
-	supported := s.protocol.MinReaderVersion == 2 ||
-		s.protocol.MinReaderVersion >= 3 && strings.Contains(","+strings.Join(s.protocol.ReaderFeatures, ",")+",", ",columnMapping,")
+	mode := s.Meta.Configuration["delta.columnMapping.mode"]
+	supported := s.Protocol.MinReaderVersion == 2 ||
+		s.Protocol.MinReaderVersion >= 3 && strings.Contains(","+strings.Join(s.Protocol.ReaderFeatures, ",")+",", ",columnMapping,")
 	if mode == "" || mode == "none" || !supported {
 		return m, nil
 	}
@@ -47,7 +47,7 @@ func (s *state) mapping() (columnMapping, error) {
 		return m, fmt.Errorf("delta.columnMapping.mode %q (want none, name or id)", mode)
 	}
 	m.mode, m.physical, m.ids = mode, map[string]string{}, map[string]int32{}
-	for _, f := range s.schema.Fields {
+	for _, f := range s.Schema.Fields {
 		p, _ := f.Metadata["delta.columnMapping.physicalName"].(string)
 		id, err := metadataInt(f.Metadata["delta.columnMapping.id"])
 		if p == "" || err != nil {
@@ -69,54 +69,54 @@ func metadataInt(v any) (int32, error) {
 	return 0, fmt.Errorf("not a number: %v", v)
 }
 
-// on reports whether columns are mapped.
-func (m columnMapping) on() bool { return m.mode != "" }
+// On reports whether columns are mapped.
+func (m ColumnMapping) On() bool { return m.mode != "" }
 
-// fileName is the name a file gives the column displayed as name.
-func (m columnMapping) fileName(name string) string {
+// FileName is the name a file gives the column displayed as name.
+func (m ColumnMapping) FileName(name string) string {
 	if p, ok := m.physical[name]; ok {
 		return p
 	}
 	return name
 }
 
-// fileSchema renames schema's fields to their physical names and gives
+// FileSchema renames schema's fields to their physical names and gives
 // them their field ids, for writing data files.
-func (m columnMapping) fileSchema(schema *arrow.Schema) *arrow.Schema {
+func (m ColumnMapping) FileSchema(schema *arrow.Schema) *arrow.Schema {
 	fields := make([]arrow.Field, schema.NumFields())
 	for i, f := range schema.Fields() {
 		fields[i] = f
 		if p, ok := m.physical[f.Name]; ok {
 			fields[i].Name = p
-			fields[i].Metadata = arrow.NewMetadata([]string{parquetFieldID}, []string{strconv.Itoa(int(m.ids[f.Name]))})
+			fields[i].Metadata = arrow.NewMetadata([]string{ParquetFieldID}, []string{strconv.Itoa(int(m.ids[f.Name]))})
 		}
 	}
 	md := schema.Metadata()
 	return arrow.NewSchema(fields, &md)
 }
 
-// fileIndex finds the column displayed as name in a file's Arrow schema:
+// FileIndex finds the column displayed as name in a file's Arrow schema:
 // by field id in id mode, by physical name in name mode, by name without
 // mapping; -1 when the file lacks it.
-func (m columnMapping) fileIndex(file *arrow.Schema, name string) int {
+func (m ColumnMapping) FileIndex(file *arrow.Schema, name string) int {
 	if m.mode == "id" {
 		want := strconv.Itoa(int(m.ids[name]))
 		for i, f := range file.Fields() {
-			if v, ok := f.Metadata.GetValue(parquetFieldID); ok && v == want {
+			if v, ok := f.Metadata.GetValue(ParquetFieldID); ok && v == want {
 				return i
 			}
 		}
 		return -1
 	}
-	if idx := file.FieldIndices(m.fileName(name)); len(idx) == 1 {
+	if idx := file.FieldIndices(m.FileName(name)); len(idx) == 1 {
 		return idx[0]
 	}
 	return -1
 }
 
-// displayStats rekeys a file's statistics from physical to display names.
-func (m columnMapping) displayStats(st FileStats) FileStats {
-	if !m.on() {
+// DisplayStats rekeys a file's statistics from physical to display names.
+func (m ColumnMapping) DisplayStats(st FileStats) FileStats {
+	if !m.On() {
 		return st
 	}
 	back := make(map[string]string, len(m.physical))

@@ -94,10 +94,10 @@ func parseSnapshotTxn(tx Txn) (sink.Snapshot, bool) {
 }
 
 // findSnapshot returns the newest snapshot of ci (ignoring case) in s.
-func findSnapshot(s *state, ci string) (sink.Snapshot, bool) {
+func findSnapshot(s *State, ci string) (sink.Snapshot, bool) {
 	var best sink.Snapshot
 	found := false
-	for _, tx := range s.txns {
+	for _, tx := range s.Txns {
 		sn, ok := parseSnapshotTxn(tx)
 		if !ok || !sink.SameInstance(sn.CaptureInstance, ci) {
 			continue
@@ -117,7 +117,7 @@ func (t *Table) Snapshots(ctx context.Context) ([]sink.Snapshot, error) {
 		return nil, err
 	}
 	var out []sink.Snapshot
-	for _, tx := range s.txns {
+	for _, tx := range s.Txns {
 		if sn, ok := parseSnapshotTxn(tx); ok {
 			out = append(out, sn)
 		}
@@ -153,7 +153,7 @@ func (t *Table) FindSnapshot(ctx context.Context, captureInstance string) (sink.
 
 // newestSnapshot returns the newest whole snapshot of ci in s: from its
 // txn record, else from the rows.
-func (t *Table) newestSnapshot(ctx context.Context, s *state, ci string) (sink.Snapshot, bool, error) {
+func (t *Table) newestSnapshot(ctx context.Context, s *State, ci string) (sink.Snapshot, bool, error) {
 	if sn, ok := findSnapshot(s, ci); ok {
 		return sn, true, nil
 	}
@@ -213,26 +213,26 @@ func (t *Table) CheckSnapshot(ctx context.Context, captureInstance string, schem
 
 // checkSchema refuses, before anything is written, records the table
 // cannot take.
-func (t *Table) checkSchema(s *state, schema *arrow.Schema) error {
-	if s.version < 0 {
-		_, err := schemaFromArrow(schema)
+func (t *Table) checkSchema(s *State, schema *arrow.Schema) error {
+	if s.Version < 0 {
+		_, err := SchemaFromArrow(schema)
 		return err
 	}
-	ns, changed, err := evolve(s.schema, schema)
+	ns, changed, err := Evolve(s.Schema, schema)
 	if err != nil || !changed {
 		return err
 	}
-	for _, f := range ns.Fields[len(s.schema.Fields):] {
-		if f.TypeName() == "timestamp_ntz" && !hasWriterFeature(s.protocol, "timestampNtz") {
+	for _, f := range ns.Fields[len(s.Schema.Fields):] {
+		if f.TypeName() == "timestamp_ntz" && !HasWriterFeature(s.Protocol, "timestampNtz") {
 			return &SchemaError{Column: f.Name, Reason: "is a timestamp without a time zone (timestamp_ntz), which the table's protocol does not allow (no timestampNtz feature)"}
 		}
 	}
 	// New columns of a mapped table need physical names and ids that
 	// its data files carry before the commit that adds them: add them
 	// with the engine that mapped the table.
-	if cm, err := s.mapping(); err != nil || cm.on() {
+	if cm, err := s.Mapping(); err != nil || cm.On() {
 		var added []string
-		for _, f := range ns.Fields[len(s.schema.Fields):] {
+		for _, f := range ns.Fields[len(s.Schema.Fields):] {
 			added = append(added, f.Name)
 		}
 		return &SchemaError{Column: strings.Join(added, ", "), Reason: "the table maps its columns (delta.columnMapping.mode); add these columns first, e.g. ALTER TABLE ... ADD COLUMNS in Spark"}
@@ -255,7 +255,7 @@ func (t *Table) CommitSnapshot(ctx context.Context, info sink.Info, parts []sink
 	if info.Schema == nil {
 		return sink.Snapshot{}, errors.New("delta: CommitSnapshot: info.Schema is nil")
 	}
-	if _, err := schemaFromArrow(info.Schema); err != nil {
+	if _, err := SchemaFromArrow(info.Schema); err != nil {
 		return sink.Snapshot{}, err
 	}
 	adds, rows, err := validateParts(info, parts)
@@ -278,7 +278,7 @@ func (t *Table) CommitSnapshot(ctx context.Context, info sink.Info, parts []sink
 	snap := sink.Snapshot{CaptureInstance: info.CaptureInstance, LSN: info.LSN, CommitTS: time.UnixMicro(info.CommitTS.UnixMicro()).UTC(), Rows: rows}
 	var existing sink.Snapshot
 	um, _ := json.Marshal(sink.NewUserMetadata(info))
-	v, err := t.commit(ctx, func(s *state, v int64) ([]action, error) {
+	v, err := t.commit(ctx, func(s *State, v int64) ([]Action, error) {
 		sn, ok, err := t.newestSnapshot(ctx, s, info.CaptureInstance)
 		if err != nil {
 			return nil, err
@@ -294,11 +294,11 @@ func (t *Table) CommitSnapshot(ctx context.Context, info sink.Info, parts []sink
 		if err := t.checkLayout(s, info.Schema, adds); err != nil {
 			return nil, err
 		}
-		acts := []action{{CommitInfo: commitInfo("WRITE", string(um), map[string]any{"mode": "Append"})}}
+		acts := []Action{{CommitInfo: commitInfo("WRITE", string(um), map[string]any{"mode": "Append"})}}
 		acts = append(acts, head...)
-		acts = append(acts, action{Txn: &Txn{AppID: snapshotAppID(info, rows), Version: v, LastUpdated: time.Now().UnixMilli()}})
+		acts = append(acts, Action{Txn: &Txn{AppID: snapshotAppID(info, rows), Version: v, LastUpdated: time.Now().UnixMilli()}})
 		for i := range adds {
-			acts = append(acts, action{Add: &adds[i]})
+			acts = append(acts, Action{Add: &adds[i]})
 		}
 		return acts, nil
 	})
@@ -352,7 +352,7 @@ func partAdds(info sink.Info, parts []sink.Part) ([]AddFile, int64, map[int]bool
 			if err != nil {
 				return nil, 0, nil, &PartsError{Partition: p.Partition, Reason: err.Error()}
 			}
-			if !dataPath(a.key()) {
+			if !dataPath(a.Key()) {
 				return nil, 0, nil, &PartsError{Partition: p.Partition, Reason: fmt.Sprintf("bad file path %q", a.Path)}
 			}
 			r += st.NumRecords
@@ -388,13 +388,13 @@ func (t *Table) AppendChanges(ctx context.Context, captureInstance string, batch
 		return 0, err
 	} else if ok && last >= batchID {
 		t.log.Info("change batch already appended", "capture_instance", captureInstance, "batch_id", batchID)
-		return s.version, nil
+		return s.Version, nil
 	}
 	schema := rr.Schema()
 	if err := t.checkSchema(s, schema); err != nil {
 		return 0, err
 	}
-	if _, err := schemaFromArrow(schema); err != nil {
+	if _, err := SchemaFromArrow(schema); err != nil {
 		return 0, err
 	}
 	adds, rows, err := t.writeRecords(ctx, schema, 0, rr, false)
@@ -402,7 +402,7 @@ func (t *Table) AppendChanges(ctx context.Context, captureInstance string, batch
 		return 0, fmt.Errorf("delta: appending changes of %q: %w", captureInstance, err)
 	}
 	um, _ := json.Marshal(map[string]any{"changes": captureInstance, "batch_id": batchID})
-	v, err := t.commit(ctx, func(s *state, v int64) ([]action, error) {
+	v, err := t.commit(ctx, func(s *State, v int64) ([]Action, error) {
 		if last, ok, err := t.lastBatch(ctx, s, captureInstance); err != nil {
 			return nil, err
 		} else if ok && last >= batchID {
@@ -415,11 +415,11 @@ func (t *Table) AppendChanges(ctx context.Context, captureInstance string, batch
 		if err := t.checkLayout(s, schema, adds); err != nil {
 			return nil, err
 		}
-		acts := []action{{CommitInfo: commitInfo("WRITE", string(um), map[string]any{"mode": "Append"})}}
+		acts := []Action{{CommitInfo: commitInfo("WRITE", string(um), map[string]any{"mode": "Append"})}}
 		acts = append(acts, head...)
-		acts = append(acts, action{Txn: &Txn{AppID: appID, Version: batchID, LastUpdated: time.Now().UnixMilli()}})
+		acts = append(acts, Action{Txn: &Txn{AppID: appID, Version: batchID, LastUpdated: time.Now().UnixMilli()}})
 		for i := range adds {
-			acts = append(acts, action{Add: &adds[i]})
+			acts = append(acts, Action{Add: &adds[i]})
 		}
 		return acts, nil
 	})
@@ -442,24 +442,24 @@ func (t *Table) AppendChanges(ctx context.Context, captureInstance string, batch
 // adds with the new high water mark (rowTracking), and the commitInfo's
 // inCommitTimestamp, one millisecond past the previous commit's at least
 // (inCommitTimestamp).
-func (t *Table) honourFeatures(ctx context.Context, s *state, v int64, acts []action) ([]action, error) {
-	created := s.version < 0
+func (t *Table) honourFeatures(ctx context.Context, s *State, v int64, acts []Action) ([]Action, error) {
+	created := s.Version < 0
 	if created {
 		// The creating commit honours the features it turns on.
-		s = emptyState()
+		s = EmptyState()
 		for i := range acts {
 			if acts[i].Protocol != nil || acts[i].MetaData != nil {
-				if err := s.apply(&acts[i]); err != nil {
+				if err := s.Apply(&acts[i]); err != nil {
 					return nil, err
 				}
 			}
 		}
-		if s.protocol == nil {
+		if s.Protocol == nil {
 			return acts, nil
 		}
 	}
-	if rowTracking(s) {
-		hwm, err := s.rowIDHighWaterMark()
+	if RowTracking(s) {
+		hwm, err := s.RowIDHighWaterMark()
 		if err != nil {
 			return nil, err
 		}
@@ -480,18 +480,18 @@ func (t *Table) honourFeatures(ctx context.Context, s *state, v int64, acts []ac
 		}
 		if added {
 			conf, _ := json.Marshal(map[string]int64{"rowIdHighWaterMark": hwm})
-			dm, _ := json.Marshal(domainMetadata{Domain: rowTrackingDomain, Configuration: string(conf)})
-			acts = append(acts, action{DomainMetadata: dm})
+			dm, _ := json.Marshal(DomainMetadata{Domain: RowTrackingDomain, Configuration: string(conf)})
+			acts = append(acts, Action{DomainMetadata: dm})
 		}
 	}
-	if inCommitTimestamps(s) {
+	if InCommitTimestamps(s) {
 		if len(acts) == 0 || acts[0].CommitInfo == nil {
 			return nil, fmt.Errorf("delta: commit %d: in-commit timestamps need the commitInfo first", v)
 		}
 		var prev int64
 		if !created {
 			var err error
-			if prev, err = t.inCommitTimestamp(ctx, s.version); err != nil {
+			if prev, err = t.inCommitTimestamp(ctx, s.Version); err != nil {
 				return nil, err
 			}
 		}
@@ -513,7 +513,7 @@ func (t *Table) honourFeatures(ctx context.Context, s *state, v int64, acts []ac
 // inCommitTimestamp returns commit v's inCommitTimestamp, 0 when it has
 // none (a commit from before the feature was enabled).
 func (t *Table) inCommitTimestamp(ctx context.Context, v int64) (int64, error) {
-	acts, err := t.dlog.readCommit(ctx, v)
+	acts, err := t.dlog.ReadCommit(ctx, v)
 	if err != nil {
 		return 0, fmt.Errorf("delta: reading the in-commit timestamp of version %d: %w", v, err)
 	}
@@ -550,9 +550,9 @@ func commitInfo(op, userMetadata string, params map[string]any) json.RawMessage 
 
 // schemaActions returns protocol and metaData for a new table, metaData
 // for a table the records add columns to, or nothing.
-func (t *Table) schemaActions(s *state, schema *arrow.Schema) ([]action, error) {
-	if s.version < 0 {
-		ds, err := schemaFromArrow(schema)
+func (t *Table) schemaActions(s *State, schema *arrow.Schema) ([]Action, error) {
+	if s.Version < 0 {
+		ds, err := SchemaFromArrow(schema)
 		if err != nil {
 			return nil, err
 		}
@@ -564,11 +564,11 @@ func (t *Table) schemaActions(s *state, schema *arrow.Schema) ([]action, error) 
 	if err := t.checkSchema(s, schema); err != nil {
 		return nil, err
 	}
-	ns, changed, err := evolve(s.schema, schema)
+	ns, changed, err := Evolve(s.Schema, schema)
 	if err != nil || !changed {
 		return nil, err
 	}
-	md := *s.meta
+	md := *s.Meta
 	md.SchemaString = ns.String()
 	if md.PartitionColumns == nil {
 		md.PartitionColumns = []string{}
@@ -580,17 +580,17 @@ func (t *Table) schemaActions(s *state, schema *arrow.Schema) ([]action, error) 
 		md.Format.Options = StringMap{}
 	}
 	added := []string{}
-	for _, f := range ns.Fields[len(s.schema.Fields):] {
+	for _, f := range ns.Fields[len(s.Schema.Fields):] {
 		added = append(added, f.Name)
 	}
 	t.log.Info("adding columns to the table schema", "columns", added)
-	return []action{{MetaData: &md}}, nil
+	return []Action{{MetaData: &md}}, nil
 }
 
 // commit writes one commit at the next version, put-if-absent, retrying
 // at the next version after a conflict. prepare builds the actions from
 // the state the commit follows; its error stops the loop.
-func (t *Table) commit(ctx context.Context, prepare func(s *state, v int64) ([]action, error)) (int64, error) {
+func (t *Table) commit(ctx context.Context, prepare func(s *State, v int64) ([]Action, error)) (int64, error) {
 	for attempt := 0; attempt < maxCommitAttempts; attempt++ {
 		s, err := t.current(ctx)
 		if err != nil {
@@ -599,7 +599,7 @@ func (t *Table) commit(ctx context.Context, prepare func(s *state, v int64) ([]a
 		if err := t.checkWrite(s); err != nil {
 			return 0, err
 		}
-		v := s.version + 1
+		v := s.Version + 1
 		acts, err := prepare(s, v)
 		if err != nil {
 			return 0, err
@@ -616,21 +616,21 @@ func (t *Table) commit(ctx context.Context, prepare func(s *state, v int64) ([]a
 			buf.Write(b)
 			buf.WriteByte('\n')
 		}
-		err = t.dlog.putIfAbsent(ctx, commitKey(v), buf.Bytes())
-		if errors.Is(err, errConflict) {
+		err = t.dlog.PutIfAbsent(ctx, CommitKey(v), buf.Bytes())
+		if errors.Is(err, ErrConflict) {
 			t.log.Debug("commit conflict, re-reading the log", "version", v, "attempt", attempt)
 			continue
 		}
 		if err != nil {
 			return 0, fmt.Errorf("delta: writing commit %d: %w", v, err)
 		}
-		next := s.clone()
+		next := s.Clone()
 		for i := range acts {
-			_ = next.apply(&acts[i])
+			_ = next.Apply(&acts[i])
 		}
-		next.version = v
+		next.Version = v
 		t.mu.Lock()
-		if t.cache == nil || t.cache.version < v {
+		if t.cache == nil || t.cache.Version < v {
 			t.cache = next
 		}
 		t.mu.Unlock()
@@ -646,7 +646,7 @@ func (t *Table) commit(ctx context.Context, prepare func(s *state, v int64) ([]a
 // with "_" (a column like _capture_instance) or hold "..".
 func dataPath(key string) bool {
 	if key == "" || strings.HasPrefix(key, "/") || strings.Contains(key, "://") ||
-		strings.HasPrefix(key, logDir) || strings.HasPrefix(key, "_cdcsnap/") {
+		strings.HasPrefix(key, LogDir) || strings.HasPrefix(key, "_cdcsnap/") {
 		return false
 	}
 	for _, seg := range strings.Split(key, "/") {
@@ -659,11 +659,11 @@ func dataPath(key string) bool {
 
 // checkWrite refuses, naming each, the table features and constraints
 // this package cannot honour when it appends (see features.go).
-func (t *Table) checkWrite(s *state) error {
-	if s.version < 0 {
+func (t *Table) checkWrite(s *State) error {
+	if s.Version < 0 {
 		return nil
 	}
-	p := featureProblems(s)
+	p := FeatureProblems(s)
 	if _, err := partitionColumns(s); err != nil {
 		p = append(p, "partitionColumns ("+err.Error()+")")
 	}
@@ -687,7 +687,7 @@ func checkRecordTxn(tx Txn) error {
 // checkSnapshotRows refuses a commit whose snapshot record counts other
 // rows than its added files hold: a commit file cut short on a store
 // without atomic writes. Files without stats are not counted (nor checked).
-func checkSnapshotRows(acts []action) error {
+func checkSnapshotRows(acts []Action) error {
 	var rec *Txn
 	var rows int64
 	for i := range acts {

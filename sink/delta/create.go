@@ -83,7 +83,7 @@ func (o CreateOptions) validate() error {
 
 // createActions are the protocol and metaData of a new table of schema
 // ds, as o asks.
-func (o CreateOptions) createActions(ds Schema, id string, now int64) ([]action, error) {
+func (o CreateOptions) createActions(ds Schema, id string, now int64) ([]Action, error) {
 	conf := StringMap{}
 	maps.Copy(conf, o.Properties)
 	features := slices.Clone(o.Features)
@@ -148,23 +148,23 @@ func (o CreateOptions) createActions(ds Schema, id string, now int64) ([]action,
 		sort.Strings(p.ReaderFeatures)
 		sort.Strings(p.WriterFeatures)
 	}
-	return []action{
+	return []Action{
 		{Protocol: p},
-		{MetaData: &metaData{ID: id, Format: format{Provider: "parquet", Options: StringMap{}}, SchemaString: ds.String(),
+		{MetaData: &MetaData{ID: id, Format: Format{Provider: "parquet", Options: StringMap{}}, SchemaString: ds.String(),
 			PartitionColumns: append([]string{}, o.PartitionBy...), Configuration: conf, CreatedTime: &now}},
 	}, nil
 }
 
 // created is the state the table of schema will have once its first
 // commit lands, for the data files written before that commit.
-func (o CreateOptions) created(schema Schema) (*state, error) {
+func (o CreateOptions) created(schema Schema) (*State, error) {
 	acts, err := o.createActions(schema, "", 0)
 	if err != nil {
 		return nil, err
 	}
-	s := emptyState()
+	s := EmptyState()
 	for i := range acts {
-		if err := s.apply(&acts[i]); err != nil {
+		if err := s.Apply(&acts[i]); err != nil {
 			return nil, err
 		}
 	}

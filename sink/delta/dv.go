@@ -59,8 +59,8 @@ func (d *DeletionVector) UniqueID() string {
 	return fmt.Sprintf("%s%s@%d", d.StorageType, d.PathOrInlineDv, *d.Offset)
 }
 
-// deletedRows is the number of rows the vector deletes (0 for none).
-func (d *DeletionVector) deletedRows() int64 {
+// DeletedRows is the number of rows the vector deletes (0 for none).
+func (d *DeletionVector) DeletedRows() int64 {
 	if d == nil {
 		return 0
 	}
@@ -108,8 +108,8 @@ func (d *DeletionVector) key(tableURL string) (string, error) {
 	}
 }
 
-// load reads the vector's row indexes.
-func (d *DeletionVector) load(ctx context.Context, b *blob.Bucket, tableURL string) (*roaring64.Bitmap, error) {
+// Load reads the vector's row indexes.
+func (d *DeletionVector) Load(ctx context.Context, b *blob.Bucket, tableURL string) (*roaring64.Bitmap, error) {
 	if d.StorageType == "i" {
 		raw, err := z85Decode(d.PathOrInlineDv)
 		if err != nil {

@@ -43,24 +43,6 @@ func (e *SchemaError) Error() string {
 	return fmt.Sprintf("delta: column %q: %s", e.Column, e.Reason)
 }
 
-// PartsError reports parts that CommitSnapshot refuses: written for
-// another plan, duplicated, missing, or inconsistent with their data.
-type PartsError struct {
-	// Partition is the offending part's partition index (-1 when the
-	// problem is not one part's).
-	Partition int
-	// Reason says what is wrong.
-	Reason string
-}
-
-// Error implements error.
-func (e *PartsError) Error() string {
-	if e.Partition < 0 {
-		return "delta: refusing parts: " + e.Reason
-	}
-	return fmt.Sprintf("delta: refusing part %d: %s", e.Partition, e.Reason)
-}
-
 // CorruptLogError reports a transaction log this package cannot replay: a
 // gap between commits, an unreadable action or checkpoint.
 type CorruptLogError struct {
@@ -78,15 +60,12 @@ func (e *CorruptLogError) Error() string {
 // Unwrap returns the wrapped error, for errors.Is and errors.As.
 func (e *CorruptLogError) Unwrap() error { return e.Err }
 
-// errConflict is returned by a put-if-absent commit when the version
+// ErrConflict is returned by a put-if-absent commit when the version
 // already exists.
-var errConflict = errors.New("delta: commit version already exists")
+var ErrConflict = errors.New("delta: commit version already exists")
 
 // ErrNoConditionalWrites is returned by the first write to a table whose
 // store ignores put-if-absent (a second conditional write of one key
 // succeeded): two writers of one version would overwrite each other's
 // commit, so nothing is written.
 var ErrNoConditionalWrites = errors.New("delta: the store does not honour conditional writes (put-if-absent)")
-
-// ErrClosed is returned by a Table's methods after Close.
-var ErrClosed = errors.New("delta: table is closed")

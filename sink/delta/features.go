@@ -71,25 +71,25 @@ func writerFeatures(p *Protocol) []string {
 	return out
 }
 
-// hasWriterFeature reports whether p lists or implies feature f.
-func hasWriterFeature(p *Protocol, f string) bool {
+// HasWriterFeature reports whether p lists or implies feature f.
+func HasWriterFeature(p *Protocol, f string) bool {
 	return p != nil && slices.Contains(writerFeatures(p), f)
 }
 
-// featureProblems returns why an appending writer cannot append to the
+// FeatureProblems returns why an appending writer cannot append to the
 // table of s: each unsupported feature, and each constraint it would have
 // to enforce, named.
-func featureProblems(s *state) []string {
+func FeatureProblems(s *State) []string {
 	var out []string
-	for _, f := range writerFeatures(s.protocol) {
+	for _, f := range writerFeatures(s.Protocol) {
 		if !appendableFeatures[f] {
 			out = append(out, f)
 		}
 	}
-	fs := writerFeatures(s.protocol)
+	fs := writerFeatures(s.Protocol)
 	has := func(f string) bool { return slices.Contains(fs, f) }
 	var invariants, generated, identity []string
-	for _, c := range s.schema.Fields {
+	for _, c := range s.Schema.Fields {
 		if _, ok := c.Metadata["delta.invariants"]; ok && has("invariants") {
 			invariants = append(invariants, fmt.Sprintf("%s: %v", c.Name, c.Metadata["delta.invariants"]))
 		}
@@ -105,7 +105,7 @@ func featureProblems(s *state) []string {
 	}
 	var checks []string
 	if has("checkConstraints") {
-		for k, v := range s.meta.Configuration {
+		for k, v := range s.Meta.Configuration {
 			if name, ok := strings.CutPrefix(k, "delta.constraints."); ok {
 				checks = append(checks, fmt.Sprintf("%s: %s", name, v))
 			}
@@ -127,14 +127,14 @@ func featureProblems(s *state) []string {
 	return out
 }
 
-// inCommitTimestamps reports whether commits must carry inCommitTimestamp.
-func inCommitTimestamps(s *state) bool {
-	return hasWriterFeature(s.protocol, "inCommitTimestamp") && s.meta != nil &&
-		strings.EqualFold(s.meta.Configuration["delta.enableInCommitTimestamps"], "true")
+// InCommitTimestamps reports whether commits must carry inCommitTimestamp.
+func InCommitTimestamps(s *State) bool {
+	return HasWriterFeature(s.Protocol, "inCommitTimestamp") && s.Meta != nil &&
+		strings.EqualFold(s.Meta.Configuration["delta.enableInCommitTimestamps"], "true")
 }
 
-// rowTracking reports whether adds must carry fresh row ids.
-func rowTracking(s *state) bool {
-	return hasWriterFeature(s.protocol, "rowTracking") && s.meta != nil &&
-		!strings.EqualFold(s.meta.Configuration["delta.rowTrackingSuspended"], "true")
+// RowTracking reports whether adds must carry fresh row ids.
+func RowTracking(s *State) bool {
+	return HasWriterFeature(s.Protocol, "rowTracking") && s.Meta != nil &&
+		!strings.EqualFold(s.Meta.Configuration["delta.rowTrackingSuspended"], "true")
 }

@@ -28,7 +28,7 @@ import (
 func featureTable(t *testing.T, protocol Protocol, conf map[string]string, colMeta map[string]map[string]any, partitionBy ...string) string {
 	t.Helper()
 	dir := t.TempDir()
-	sc, err := schemaFromArrow(bronze(t, capturedSchema()))
+	sc, err := SchemaFromArrow(bronze(t, capturedSchema()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func featureTable(t *testing.T, protocol Protocol, conf map[string]string, colMe
 	if err := os.MkdirAll(filepath.Join(dir, "_delta_log"), 0o777); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "_delta_log", commitKey(0)[len(logDir):]), []byte(b.String()), 0o666); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "_delta_log", CommitKey(0)[len(LogDir):]), []byte(b.String()), 0o666); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -100,7 +100,7 @@ func TestAppendHonoursFeatures(t *testing.T) {
 	}
 	hwm, prevICT := int64(-1), int64(0)
 	for ver := int64(0); ver <= v; ver++ {
-		acts, err := tb.dlog.readCommit(ctx, ver)
+		acts, err := tb.dlog.ReadCommit(ctx, ver)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +111,7 @@ func TestAppendHonoursFeatures(t *testing.T) {
 			t.Fatalf("version %d: first action %s, in-commit timestamp %d after %d", ver, acts[0].CommitInfo, ci.ICT, prevICT)
 		}
 		prevICT = ci.ICT
-		var domain *domainMetadata
+		var domain *DomainMetadata
 		for _, a := range acts {
 			if a.Add != nil {
 				st, _ := a.Add.ParseStats()
@@ -121,13 +121,13 @@ func TestAppendHonoursFeatures(t *testing.T) {
 				hwm += st.NumRecords
 			}
 			if a.DomainMetadata != nil {
-				domain = &domainMetadata{}
+				domain = &DomainMetadata{}
 				if err := json.Unmarshal(a.DomainMetadata, domain); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
-		if ver > 0 && (domain == nil || domain.Domain != rowTrackingDomain || domain.Configuration != fmt.Sprintf(`{"rowIdHighWaterMark":%d}`, hwm)) {
+		if ver > 0 && (domain == nil || domain.Domain != RowTrackingDomain || domain.Configuration != fmt.Sprintf(`{"rowIdHighWaterMark":%d}`, hwm)) {
 			t.Fatalf("version %d: domain %+v, want the high water mark %d", ver, domain, hwm)
 		}
 	}
@@ -189,7 +189,7 @@ func TestTimestampNtzColumn(t *testing.T) {
 	dir := featureTable(t, Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"timestampNtz"}, WriterFeatures: []string{"timestampNtz"}}, nil, nil)
 	// Make created a timestamp_ntz column, as Spark's CREATE TABLE with
 	// TIMESTAMP_NTZ does.
-	key := filepath.Join(dir, "_delta_log", commitKey(0)[len(logDir):])
+	key := filepath.Join(dir, "_delta_log", CommitKey(0)[len(LogDir):])
 	b, err := os.ReadFile(key)
 	if err != nil {
 		t.Fatal(err)
@@ -367,8 +367,8 @@ func TestPartitionedTable(t *testing.T) {
 					}
 					dir += c + "=" + v + "/"
 				}
-				if !strings.HasPrefix(f.key(), dir) {
-					t.Fatalf("file %s (key %s) has partition values %v", f.Path, f.key(), f.PartitionValues)
+				if !strings.HasPrefix(f.Key(), dir) {
+					t.Fatalf("file %s (key %s) has partition values %v", f.Path, f.Key(), f.PartitionValues)
 				}
 				st, _ := f.ParseStats()
 				if _, ok := st.NullCount[by[0]]; ok {
@@ -435,7 +435,7 @@ func FuzzPartitionValue(f *testing.F) {
 	f.Add("1970-01-01T00:00:00.123456Z", int64(-1), "é=/%")
 	f.Fuzz(func(t *testing.T, s string, n int64, str string) {
 		for _, typ := range []string{"string", "long", "integer", "byte", "boolean", "date", "timestamp", "timestamp_ntz", "decimal(18,4)"} {
-			at, err := arrowType(typ)
+			at, err := ArrowType(typ)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -465,7 +465,7 @@ func FuzzPartitionValue(f *testing.F) {
 				return b.NewArray()
 			}()},
 		} {
-			at, _ := arrowType(tc.typ)
+			at, _ := ArrowType(tc.typ)
 			c := partitionColumn{name: "c", key: "c", typ: tc.typ, arrowTyp: at}
 			v, ok := c.value(tc.arr, 0)
 			back, err := c.column(v, ok, 1)
@@ -520,11 +520,11 @@ func TestCreateOptions(t *testing.T) {
 	for k, v := range map[string]string{"delta.enableDeletionVectors": "true", "delta.enableInCommitTimestamps": "true", "delta.enableRowTracking": "true",
 		"delta.columnMapping.mode": "name", "delta.enableChangeDataFeed": "true", "delta.checkpointPolicy": "v2", "delta.appendOnly": "true",
 		"delta.logRetentionDuration": "interval 60 days"} {
-		if s.meta.Configuration[k] != v {
-			t.Fatalf("property %s = %q, want %q", k, s.meta.Configuration[k], v)
+		if s.Meta.Configuration[k] != v {
+			t.Fatalf("property %s = %q, want %q", k, s.Meta.Configuration[k], v)
 		}
 	}
-	acts, err := tb.dlog.readCommit(ctx, 0)
+	acts, err := tb.dlog.ReadCommit(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -534,14 +534,14 @@ func TestCreateOptions(t *testing.T) {
 	if err := json.Unmarshal(acts[0].CommitInfo, &ci); err != nil || ci.ICT == 0 {
 		t.Fatalf("the creating commit has no inCommitTimestamp: %s", acts[0].CommitInfo)
 	}
-	cm, _ := s.mapping()
+	cm, _ := s.Mapping()
 	files, _ := tb.Files(ctx)
 	for _, f := range files {
-		if f.BaseRowID == nil || !strings.HasPrefix(f.key(), cm.fileName("flag")+"=") {
-			t.Fatalf("file %s: baseRowId %v, partition folder not %s=", f.key(), f.BaseRowID, cm.fileName("flag"))
+		if f.BaseRowID == nil || !strings.HasPrefix(f.Key(), cm.FileName("flag")+"=") {
+			t.Fatalf("file %s: baseRowId %v, partition folder not %s=", f.Key(), f.BaseRowID, cm.FileName("flag"))
 		}
 		st, _ := f.ParseStats()
-		if _, ok := st.NullCount[cm.fileName("id")]; !ok {
+		if _, ok := st.NullCount[cm.FileName("id")]; !ok {
 			t.Fatalf("stats of %s are not keyed by physical names: %s", f.Path, f.Stats)
 		}
 	}
@@ -568,14 +568,14 @@ func TestTypeWidening(t *testing.T) {
 	}
 	s, _ := tb.current(ctx)
 	wide := map[string]string{"qty": "long", "small": "integer", "ratio32": "double", "amount": "decimal(22,6)", "day": "timestamp_ntz"}
-	sc := Schema{Fields: slices.Clone(s.schema.Fields)}
+	sc := Schema{Fields: slices.Clone(s.Schema.Fields)}
 	for i, f := range sc.Fields {
 		if w, ok := wide[f.Name]; ok {
 			sc.Fields[i].Type, _ = json.Marshal(w)
 			sc.Fields[i].Metadata = map[string]any{"delta.typeChanges": []any{map[string]any{"fromType": f.TypeName(), "toType": w}}}
 		}
 	}
-	md := *s.meta
+	md := *s.Meta
 	md.SchemaString = sc.String()
 	md.Configuration = StringMap{"delta.enableTypeWidening": "true"}
 	var b strings.Builder
@@ -588,7 +588,7 @@ func TestTypeWidening(t *testing.T) {
 		b.Write(j)
 		b.WriteByte('\n')
 	}
-	if err := os.WriteFile(filepath.Join(dir, "_delta_log", commitKey(s.version + 1)[len(logDir):]), []byte(b.String()), 0o666); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "_delta_log", CommitKey(s.Version + 1)[len(LogDir):]), []byte(b.String()), 0o666); err != nil {
 		t.Fatal(err)
 	}
 	tb = openLocal(t, dir, Options{})
@@ -603,7 +603,7 @@ func TestTypeWidening(t *testing.T) {
 		t.Fatalf("%d rows, want %d", tbl.NumRows(), want.NumRows())
 	}
 	for name, w := range wide {
-		at, _ := arrowType(w)
+		at, _ := ArrowType(w)
 		col := tbl.Column(tbl.Schema().FieldIndices(name)[0])
 		if !arrow.TypeEqual(col.DataType(), at) {
 			t.Fatalf("%s reads as %s, want %s", name, col.DataType(), at)
@@ -668,9 +668,9 @@ func TestWriterChecks(t *testing.T) {
 	}
 	schema := bronze(t, capturedSchema())
 	dir := featureTable(t, Protocol{MinReaderVersion: 1, MinWriterVersion: 2}, nil, nil)
-	b, _ := os.ReadFile(filepath.Join(dir, "_delta_log", commitKey(0)[len(logDir):]))
+	b, _ := os.ReadFile(filepath.Join(dir, "_delta_log", CommitKey(0)[len(LogDir):]))
 	b = []byte(strings.Replace(string(b), `{\"name\":\"qty\",\"type\":\"integer\",\"nullable\":true`, `{\"name\":\"qty\",\"type\":\"integer\",\"nullable\":false`, 1))
-	if err := os.WriteFile(filepath.Join(dir, "_delta_log", commitKey(0)[len(logDir):]), b, 0o666); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "_delta_log", CommitKey(0)[len(LogDir):]), b, 0o666); err != nil {
 		t.Fatal(err)
 	}
 	tb := openLocal(t, dir, Options{})
@@ -694,7 +694,7 @@ func TestWriterChecks(t *testing.T) {
 
 func mustSchema(t *testing.T, as *arrow.Schema) Schema {
 	t.Helper()
-	s, err := schemaFromArrow(as)
+	s, err := SchemaFromArrow(as)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -736,8 +736,8 @@ func TestCommitRefusesAnotherLayout(t *testing.T) {
 	files, _ := b.Files(ctx)
 	nulls := 0
 	for _, f := range files {
-		cm, _ := mustState(t, b).mapping()
-		v, ok := f.PartitionValues[cm.fileName("flag")]
+		cm, _ := mustState(t, b).Mapping()
+		v, ok := f.PartitionValues[cm.FileName("flag")]
 		if !ok {
 			t.Fatalf("file %s lacks its partition value: %v", f.Path, f.PartitionValues)
 		}
@@ -750,7 +750,7 @@ func TestCommitRefusesAnotherLayout(t *testing.T) {
 	}
 }
 
-func mustState(t *testing.T, tb *Table) *state {
+func mustState(t *testing.T, tb *Table) *State {
 	t.Helper()
 	s, err := tb.current(context.Background())
 	if err != nil {

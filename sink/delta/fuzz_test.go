@@ -35,7 +35,7 @@ func FuzzParseCommit(f *testing.F) {
 	f.Add([]byte("{\"add\": {\"path\": \n"))
 	f.Add([]byte(`{"metaData":{"configuration":{"delta.columnMapping.mode":"name"}}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		acts, err := parseCommit("_delta_log/00000000000000000000.json", b)
+		acts, err := ParseCommit("_delta_log/00000000000000000000.json", b)
 		if err != nil {
 			var c *CorruptLogError
 			if !errors.As(err, &c) {
@@ -52,7 +52,7 @@ func FuzzParseCommit(f *testing.F) {
 			enc.Write(line)
 			enc.WriteByte('\n')
 		}
-		again, err := parseCommit("re-encoded", enc.Bytes())
+		again, err := ParseCommit("re-encoded", enc.Bytes())
 		if err != nil {
 			t.Fatalf("re-encoded actions do not parse: %v\n%s", err, enc.Bytes())
 		}
@@ -71,9 +71,9 @@ func FuzzParseCommit(f *testing.F) {
 		if !bytes.Equal(enc.Bytes(), enc2.Bytes()) {
 			t.Fatalf("encoding is not stable:\n%s\n%s", enc.Bytes(), enc2.Bytes())
 		}
-		s := emptyState()
+		s := EmptyState()
 		for i := range acts {
-			if err := s.apply(&acts[i]); err != nil {
+			if err := s.Apply(&acts[i]); err != nil {
 				return
 			}
 		}
@@ -128,10 +128,10 @@ func FuzzLogReplay(f *testing.F) {
 		ctx := context.Background()
 		mem := memblob.OpenBucket(nil)
 		defer mem.Close()
-		if err := mem.WriteAll(ctx, commitKey(0), []byte(fuzzCommit), nil); err != nil {
+		if err := mem.WriteAll(ctx, CommitKey(0), []byte(fuzzCommit), nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := mem.WriteAll(ctx, commitKey(1), b, nil); err != nil {
+		if err := mem.WriteAll(ctx, CommitKey(1), b, nil); err != nil {
 			t.Fatal(err)
 		}
 		tb := OpenBucket(mem, "mem://fuzz", Options{})

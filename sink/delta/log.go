@@ -29,7 +29,7 @@ import (
 	"gocloud.dev/blob"
 )
 
-const logDir = "_delta_log/"
+const LogDir = "_delta_log/"
 
 // Log reads and writes the transaction log of one Delta table in a
 // bucket. It is safe for concurrent use.
@@ -49,7 +49,7 @@ type Log struct {
 	CheckTxn func(Txn) error
 	// CheckCommit, when set, refuses a commit being replayed by its
 	// actions: the commit file is then corrupt.
-	CheckCommit func([]action) error
+	CheckCommit func([]Action) error
 
 	// condMu guards condChecked: the store was seen to honour put-if-absent.
 	condMu      sync.Mutex
@@ -64,85 +64,85 @@ func (l *Log) logger() *slog.Logger {
 }
 
 // checkTxn applies CheckTxn to a's txn, if it is one.
-func (l *Log) checkTxn(a *action) error {
+func (l *Log) checkTxn(a *Action) error {
 	if a.Txn == nil || l.CheckTxn == nil {
 		return nil
 	}
 	return l.CheckTxn(*a.Txn)
 }
 
-// state is the table replayed up to version.
-type state struct {
-	version  int64 // -1: no table yet
-	protocol *Protocol
-	meta     *metaData
-	schema   Schema
-	files    map[string]*AddFile
-	removes  map[string]*removeFile
-	txns     map[string]Txn
-	domains  map[string]string // domainMetadata: configuration by domain
+// State is the table replayed up to version.
+type State struct {
+	Version  int64 // -1: no table yet
+	Protocol *Protocol
+	Meta     *MetaData
+	Schema   Schema
+	Files    map[string]*AddFile
+	Removes  map[string]*RemoveFile
+	Txns     map[string]Txn
+	Domains  map[string]string // domainMetadata: configuration by domain
 }
 
-func emptyState() *state {
-	return &state{version: -1, files: map[string]*AddFile{}, removes: map[string]*removeFile{}, txns: map[string]Txn{}, domains: map[string]string{}}
+func EmptyState() *State {
+	return &State{Version: -1, Files: map[string]*AddFile{}, Removes: map[string]*RemoveFile{}, Txns: map[string]Txn{}, Domains: map[string]string{}}
 }
 
-func (s *state) clone() *state {
+func (s *State) Clone() *State {
 	c := *s
-	c.files = make(map[string]*AddFile, len(s.files))
-	for k, v := range s.files {
-		c.files[k] = v
+	c.Files = make(map[string]*AddFile, len(s.Files))
+	for k, v := range s.Files {
+		c.Files[k] = v
 	}
-	c.removes = make(map[string]*removeFile, len(s.removes))
-	for k, v := range s.removes {
-		c.removes[k] = v
+	c.Removes = make(map[string]*RemoveFile, len(s.Removes))
+	for k, v := range s.Removes {
+		c.Removes[k] = v
 	}
-	c.txns = maps.Clone(s.txns)
-	c.domains = maps.Clone(s.domains)
+	c.Txns = maps.Clone(s.Txns)
+	c.Domains = maps.Clone(s.Domains)
 	return &c
 }
 
-func (s *state) apply(a *action) error {
+func (s *State) Apply(a *Action) error {
 	switch {
 	// A logical file is (path, deletion vector): the newest add of a path
 	// is live, and a remove drops it only if it names the same vector
 	// (Action Reconciliation in PROTOCOL.md), whatever the order of the
 	// two in one commit.
 	case a.Add != nil:
-		s.files[a.Add.Path] = a.Add
-		delete(s.removes, a.Add.Path+"\x00"+a.Add.DeletionVector.UniqueID())
+		s.Files[a.Add.Path] = a.Add
+		delete(s.Removes, a.Add.Path+"\x00"+a.Add.DeletionVector.UniqueID())
 	case a.Remove != nil:
-		if f, ok := s.files[a.Remove.Path]; ok && f.DeletionVector.UniqueID() == a.Remove.DeletionVector.UniqueID() {
-			delete(s.files, a.Remove.Path)
+		if f, ok := s.Files[a.Remove.Path]; ok && f.DeletionVector.UniqueID() == a.Remove.DeletionVector.UniqueID() {
+			delete(s.Files, a.Remove.Path)
 		}
-		s.removes[a.Remove.Path+"\x00"+a.Remove.DeletionVector.UniqueID()] = a.Remove
+		s.Removes[a.Remove.Path+"\x00"+a.Remove.DeletionVector.UniqueID()] = a.Remove
 	case a.MetaData != nil:
 		sc, err := parseSchema(a.MetaData.SchemaString)
 		if err != nil {
 			return err
 		}
-		s.meta, s.schema = a.MetaData, sc
+		s.Meta, s.Schema = a.MetaData, sc
 	case a.Protocol != nil:
-		s.protocol = a.Protocol
+		s.Protocol = a.Protocol
 	case a.DomainMetadata != nil && string(a.DomainMetadata) != "null":
-		var d domainMetadata
+		var d DomainMetadata
 		if err := json.Unmarshal(a.DomainMetadata, &d); err != nil {
 			return fmt.Errorf("domainMetadata: %w", err)
 		}
 		if d.Removed {
-			delete(s.domains, d.Domain)
+			delete(s.Domains, d.Domain)
 		} else {
-			s.domains[d.Domain] = d.Configuration
+			s.Domains[d.Domain] = d.Configuration
 		}
 	case a.Txn != nil:
-		s.txns[a.Txn.AppID] = *a.Txn
+		s.Txns[a.Txn.AppID] = *a.Txn
 	}
 	return nil
 }
 
-// rowIDHighWaterMark is the highest row id assigned so far, -1 for none.
-func (s *state) rowIDHighWaterMark() (int64, error) {
-	conf, ok := s.domains[rowTrackingDomain]
+// RowIDHighWaterMark is the highest row id assigned so far, -1 for none.
+func (s *State) RowIDHighWaterMark() (int64, error) {
+	conf, ok := s.Domains[RowTrackingDomain]
 	if !ok {
 		return -1, nil
 	}
@@ -150,15 +150,15 @@ func (s *state) rowIDHighWaterMark() (int64, error) {
 		HWM *int64 `json:"rowIdHighWaterMark"`
 	}
 	if err := json.Unmarshal([]byte(conf), &c); err != nil || c.HWM == nil {
-		return 0, fmt.Errorf("delta: domain %s has configuration %q, want {\"rowIdHighWaterMark\": n}", rowTrackingDomain, conf)
+		return 0, fmt.Errorf("delta: domain %s has configuration %q, want {\"rowIdHighWaterMark\": n}", RowTrackingDomain, conf)
 	}
 	return *c.HWM, nil
 }
 
-// sortedFiles returns the live files ordered by path.
-func (s *state) sortedFiles() []AddFile {
-	out := make([]AddFile, 0, len(s.files))
-	for _, f := range s.files {
+// SortedFiles returns the live files ordered by path.
+func (s *State) SortedFiles() []AddFile {
+	out := make([]AddFile, 0, len(s.Files))
+	for _, f := range s.Files {
 		out = append(out, *f)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
@@ -183,7 +183,7 @@ type listing struct {
 	latest int64 // -1 when the log is empty
 }
 
-func commitKey(v int64) string { return fmt.Sprintf("%s%020d.json", logDir, v) }
+func CommitKey(v int64) string { return fmt.Sprintf("%s%020d.json", LogDir, v) }
 
 func (l *Log) list(ctx context.Context) (*listing, error) {
 	ls := &listing{commits: map[int64]bool{}, classic: map[int64][]string{}, v2: map[int64]string{}, latest: -1}
@@ -193,7 +193,7 @@ func (l *Log) list(ctx context.Context) (*listing, error) {
 		return nil, err
 	}
 	for _, name := range names {
-		key := logDir + name
+		key := LogDir + name
 		if m := reCommit.FindStringSubmatch(name); m != nil {
 			v, _ := strconv.ParseInt(m[1], 10, 64)
 			ls.commits[v] = true
@@ -253,19 +253,19 @@ func (l *Log) list(ctx context.Context) (*listing, error) {
 
 // listLog returns the names of the files in _delta_log.
 func (l *Log) listLog(ctx context.Context) ([]string, error) {
-	keys, err := l.listKeys(ctx, logDir, false)
+	keys, err := l.ListKeys(ctx, LogDir, false)
 	for i, k := range keys {
-		keys[i] = strings.TrimPrefix(k, logDir)
+		keys[i] = strings.TrimPrefix(k, LogDir)
 	}
 	return keys, err
 }
 
-// listKeys lists one level of the table's folder: the keys starting with
+// ListKeys lists one level of the table's folder: the keys starting with
 // prefix up to the next "/", files or (with dirs) folders, each folder's
 // key ending in "/". A local table reads the directory itself: fileblob's
 // listing fails when a file vanishes while it lists (another writer's
 // temporary file, a partial snapshot being dropped).
-func (l *Log) listKeys(ctx context.Context, prefix string, dirs bool) ([]string, error) {
+func (l *Log) ListKeys(ctx context.Context, prefix string, dirs bool) ([]string, error) {
 	if l.LocalRoot != "" {
 		dir, name := path.Split(prefix)
 		es, err := os.ReadDir(filepath.Join(l.LocalRoot, filepath.FromSlash(dir)))
@@ -303,9 +303,9 @@ func (l *Log) listKeys(ctx context.Context, prefix string, dirs bool) ([]string,
 	}
 }
 
-// load replays the log up to version upTo (-1: the latest), starting from
+// Load replays the log up to version upTo (-1: the latest), starting from
 // base when base's version is still reachable by JSON commits.
-func (l *Log) load(ctx context.Context, base *state, upTo int64) (*state, error) {
+func (l *Log) Load(ctx context.Context, base *State, upTo int64) (*State, error) {
 	ls, err := l.list(ctx)
 	if err != nil {
 		return nil, err
@@ -318,23 +318,23 @@ func (l *Log) load(ctx context.Context, base *state, upTo int64) (*state, error)
 		target = upTo
 	}
 	if target < 0 {
-		return emptyState(), nil
+		return EmptyState(), nil
 	}
 	// Incremental: base plus the commits after it.
-	if base != nil && base.version == target {
+	if base != nil && base.Version == target {
 		return base, nil // states are never modified once built
 	}
-	if base != nil && base.version >= 0 && base.version <= target {
+	if base != nil && base.Version >= 0 && base.Version <= target {
 		ok := true
-		for v := base.version + 1; v <= target; v++ {
+		for v := base.Version + 1; v <= target; v++ {
 			if !ls.commits[v] {
 				ok = false
 				break
 			}
 		}
 		if ok {
-			s := base.clone()
-			if err := l.replayCommits(ctx, s, base.version+1, target); err != nil {
+			s := base.Clone()
+			if err := l.replayCommits(ctx, s, base.Version+1, target); err != nil {
 				return nil, err
 			}
 			return s, l.checkRead(s)
@@ -355,13 +355,13 @@ func (l *Log) load(ctx context.Context, base *state, upTo int64) (*state, error)
 			cp, cpKeys = v, []string{key}
 		}
 	}
-	s := emptyState()
+	s := EmptyState()
 	from := int64(0)
 	if cp >= 0 {
 		if err := l.readCheckpoint(ctx, s, cpKeys); err != nil {
 			return nil, err
 		}
-		s.version = cp
+		s.Version = cp
 		from = cp + 1
 		if err := l.checkRead(s); err != nil {
 			return nil, err
@@ -369,7 +369,7 @@ func (l *Log) load(ctx context.Context, base *state, upTo int64) (*state, error)
 	}
 	for v := from; v <= target; v++ {
 		if !ls.commits[v] {
-			return nil, &CorruptLogError{File: commitKey(v), Err: fmt.Errorf("commit %d is missing (no checkpoint covers it; the log has versions up to %d)", v, target)}
+			return nil, &CorruptLogError{File: CommitKey(v), Err: fmt.Errorf("commit %d is missing (no checkpoint covers it; the log has versions up to %d)", v, target)}
 		}
 	}
 	if err := l.replayCommits(ctx, s, from, target); err != nil {
@@ -378,9 +378,9 @@ func (l *Log) load(ctx context.Context, base *state, upTo int64) (*state, error)
 	return s, l.checkRead(s)
 }
 
-func (l *Log) replayCommits(ctx context.Context, s *state, from, to int64) error {
+func (l *Log) replayCommits(ctx context.Context, s *State, from, to int64) error {
 	for v := from; v <= to; v++ {
-		acts, err := l.readCommit(ctx, v)
+		acts, err := l.ReadCommit(ctx, v)
 		if err != nil {
 			return err
 		}
@@ -391,33 +391,33 @@ func (l *Log) replayCommits(ctx context.Context, s *state, from, to int64) error
 				}
 			}
 			if err := l.checkTxn(&acts[i]); err != nil {
-				return &CorruptLogError{File: commitKey(v), Err: err}
+				return &CorruptLogError{File: CommitKey(v), Err: err}
 			}
-			if err := s.apply(&acts[i]); err != nil {
-				return &CorruptLogError{File: commitKey(v), Err: err}
+			if err := s.Apply(&acts[i]); err != nil {
+				return &CorruptLogError{File: CommitKey(v), Err: err}
 			}
 		}
 		if l.CheckCommit != nil {
 			if err := l.CheckCommit(acts); err != nil {
-				return &CorruptLogError{File: commitKey(v), Err: err}
+				return &CorruptLogError{File: CommitKey(v), Err: err}
 			}
 		}
-		s.version = v
+		s.Version = v
 	}
 	return nil
 }
 
-func (l *Log) readCommit(ctx context.Context, v int64) ([]action, error) {
-	key := commitKey(v)
+func (l *Log) ReadCommit(ctx context.Context, v int64) ([]Action, error) {
+	key := CommitKey(v)
 	b, err := l.Bucket.ReadAll(ctx, key)
 	if err != nil {
 		return nil, &CorruptLogError{File: key, Err: err}
 	}
-	return parseCommit(key, b)
+	return ParseCommit(key, b)
 }
 
-func parseCommit(key string, b []byte) ([]action, error) {
-	var acts []action
+func ParseCommit(key string, b []byte) ([]Action, error) {
+	var acts []Action
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 0, 1<<20), 1<<30)
 	line := 0
@@ -427,7 +427,7 @@ func parseCommit(key string, b []byte) ([]action, error) {
 		if len(l) == 0 {
 			continue
 		}
-		var a action
+		var a Action
 		if err := json.Unmarshal(l, &a); err != nil {
 			return nil, &CorruptLogError{File: key, Err: fmt.Errorf("line %d: %w", line, err)}
 		}
@@ -441,7 +441,7 @@ func parseCommit(key string, b []byte) ([]action, error) {
 
 // readCheckpoint applies every action of a classic (single or multi-part)
 // Parquet checkpoint.
-func (l *Log) readCheckpoint(ctx context.Context, s *state, keys []string) error {
+func (l *Log) readCheckpoint(ctx context.Context, s *State, keys []string) error {
 	for len(keys) > 0 {
 		key := keys[0]
 		keys = keys[1:]
@@ -449,9 +449,9 @@ func (l *Log) readCheckpoint(ctx context.Context, s *state, keys []string) error
 		if err != nil {
 			return &CorruptLogError{File: key, Err: err}
 		}
-		var acts []action
+		var acts []Action
 		if strings.HasSuffix(key, ".json") {
-			acts, err = parseCommit(key, b) // a UUID-named checkpoint in JSON
+			acts, err = ParseCommit(key, b) // a UUID-named checkpoint in JSON
 		} else {
 			acts, err = checkpointActions(ctx, b)
 		}
@@ -470,11 +470,11 @@ func (l *Log) readCheckpoint(ctx context.Context, s *state, keys []string) error
 					return &CorruptLogError{File: key, Err: fmt.Errorf("sidecar action %s: %v", sc, err)}
 				}
 				p, err := url.PathUnescape(side.Path)
-				if err != nil || strings.Contains(p, "/") && !strings.HasPrefix(p, logDir+"_sidecars/") {
-					return &CorruptLogError{File: key, Err: fmt.Errorf("sidecar %q is not in %s_sidecars", side.Path, logDir)}
+				if err != nil || strings.Contains(p, "/") && !strings.HasPrefix(p, LogDir+"_sidecars/") {
+					return &CorruptLogError{File: key, Err: fmt.Errorf("sidecar %q is not in %s_sidecars", side.Path, LogDir)}
 				}
 				if !strings.Contains(p, "/") {
-					p = logDir + "_sidecars/" + p
+					p = LogDir + "_sidecars/" + p
 				}
 				keys = append(keys, p)
 				continue
@@ -487,7 +487,7 @@ func (l *Log) readCheckpoint(ctx context.Context, s *state, keys []string) error
 			if err := l.checkTxn(&acts[i]); err != nil {
 				return &CorruptLogError{File: key, Err: err}
 			}
-			if err := s.apply(&acts[i]); err != nil {
+			if err := s.Apply(&acts[i]); err != nil {
 				return &CorruptLogError{File: key, Err: err}
 			}
 		}
@@ -498,7 +498,7 @@ func (l *Log) readCheckpoint(ctx context.Context, s *state, keys []string) error
 // checkpointActions decodes a checkpoint Parquet file: each top-level
 // column (add, remove, metaData, protocol, txn) is marshalled by Arrow to
 // JSON and decoded like a JSON commit's action.
-func checkpointActions(ctx context.Context, b []byte) ([]action, error) {
+func checkpointActions(ctx context.Context, b []byte) ([]Action, error) {
 	pf, err := file.NewParquetReader(bytes.NewReader(b))
 	if err != nil {
 		return nil, err
@@ -513,7 +513,7 @@ func checkpointActions(ctx context.Context, b []byte) ([]action, error) {
 		return nil, err
 	}
 	defer tbl.Release()
-	var acts []action
+	var acts []Action
 	for i := 0; i < int(tbl.NumCols()); i++ {
 		col := tbl.Column(i)
 		name := col.Name()
@@ -531,7 +531,7 @@ func checkpointActions(ctx context.Context, b []byte) ([]action, error) {
 				if len(r) == 0 || string(r) == "null" {
 					continue
 				}
-				var a action
+				var a Action
 				if err := json.Unmarshal([]byte(`{"`+name+`":`+string(r)+`}`), &a); err != nil {
 					return nil, fmt.Errorf("column %s: %w", name, err)
 				}
@@ -590,20 +590,20 @@ func (l *Log) checkProtocol(p *Protocol) error {
 	}
 }
 
-func (l *Log) checkRead(s *state) error {
-	if s.version < 0 {
+func (l *Log) checkRead(s *State) error {
+	if s.Version < 0 {
 		return nil
 	}
-	if s.protocol == nil {
-		return &CorruptLogError{File: commitKey(s.version), Err: fmt.Errorf("no protocol action up to version %d", s.version)}
+	if s.Protocol == nil {
+		return &CorruptLogError{File: CommitKey(s.Version), Err: fmt.Errorf("no protocol action up to version %d", s.Version)}
 	}
-	if s.meta == nil {
-		return &CorruptLogError{File: commitKey(s.version), Err: fmt.Errorf("no metaData action up to version %d", s.version)}
+	if s.Meta == nil {
+		return &CorruptLogError{File: CommitKey(s.Version), Err: fmt.Errorf("no metaData action up to version %d", s.Version)}
 	}
-	if err := l.checkProtocol(s.protocol); err != nil {
+	if err := l.checkProtocol(s.Protocol); err != nil {
 		return err
 	}
-	if _, err := s.mapping(); err != nil {
+	if _, err := s.Mapping(); err != nil {
 		return &UnsupportedProtocolError{Table: l.URL, Feature: "columnMapping: " + err.Error()}
 	}
 	return nil

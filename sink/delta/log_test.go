@@ -337,7 +337,7 @@ func TestSchemaEvolution(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc, _ := tb.Schema(ctx)
-	if _, _, ok := sc.field(sink.ColSnapshot); ok {
+	if _, _, ok := sc.Field(sink.ColSnapshot); ok {
 		t.Fatal("old table already has _snapshot")
 	}
 	snap, err := takeSnapshot(ctx, t, tb, snapshotInfo(t, full, "dbo_Orders", "0x0000002A00000F380003"), 1, 6)

@@ -66,8 +66,8 @@ func (t *Table) OpenPartial(ctx context.Context, info sink.Info, plan json.RawMe
 	if err != nil {
 		return err
 	}
-	err = t.dlog.putIfAbsent(ctx, key, b)
-	if errors.Is(err, errConflict) {
+	err = t.dlog.PutIfAbsent(ctx, key, b)
+	if errors.Is(err, ErrConflict) {
 		old, err := t.readPartialHead(ctx, info.PlanID)
 		if err != nil {
 			return err
@@ -140,11 +140,11 @@ func (t *Table) RecordPart(ctx context.Context, info sink.Info, part sink.Part) 
 	}
 	for g := range maxPartGenerations {
 		key := partialPartKey(info.PlanID, part.Partition, g)
-		err := t.dlog.putIfAbsent(ctx, key, b)
+		err := t.dlog.PutIfAbsent(ctx, key, b)
 		if err == nil {
 			return part, nil
 		}
-		if !errors.Is(err, errConflict) {
+		if !errors.Is(err, ErrConflict) {
 			// Another process may have dropped the plan's folder (it
 			// committed) between the check above and this write.
 			if _, herr := t.readPartialHead(ctx, info.PlanID); errors.Is(herr, sink.ErrNotFound) {
@@ -215,7 +215,7 @@ func (t *Table) readPartialPart(ctx context.Context, key, planID string, partiti
 // reads each plan.json, and for the instance's newest one lists its part
 // records and keeps, per partition, the first whose files all exist.
 func (t *Table) FindPartial(ctx context.Context, captureInstance string) (sink.Partial, error) {
-	ids, err := t.dlog.listKeys(ctx, partialDir, true)
+	ids, err := t.dlog.ListKeys(ctx, partialDir, true)
 	if err != nil {
 		return sink.Partial{}, err
 	}
@@ -247,7 +247,7 @@ func (t *Table) FindPartial(ctx context.Context, captureInstance string) (sink.P
 	out := *best
 	out.Parts, out.Lost = nil, nil
 	prefix := partialDir + best.PlanID + "/part-"
-	keys, err := t.dlog.listKeys(ctx, prefix, false)
+	keys, err := t.dlog.ListKeys(ctx, prefix, false)
 	if err != nil {
 		return sink.Partial{}, err
 	}
@@ -281,7 +281,7 @@ func (t *Table) FindPartial(ctx context.Context, captureInstance string) (sink.P
 // the table's folder with the size its add action records ("" if none).
 func (t *Table) missingFile(ctx context.Context, adds []AddFile) (string, error) {
 	for _, a := range adds {
-		attrs, err := t.bucket.Attributes(ctx, a.key())
+		attrs, err := t.bucket.Attributes(ctx, a.Key())
 		if gcerrors.Code(err) == gcerrors.NotFound {
 			return a.Path, nil
 		}
@@ -315,7 +315,7 @@ func (t *Table) DropPartial(ctx context.Context, captureInstance, planID string)
 	if err := t.deleteKey(ctx, partialPlanKey(planID)); err != nil {
 		return err
 	}
-	keys, err := t.dlog.listKeys(ctx, partialDir+planID+"/", false)
+	keys, err := t.dlog.ListKeys(ctx, partialDir+planID+"/", false)
 	if err != nil {
 		return err
 	}

@@ -53,31 +53,31 @@ func withoutPartitionColumns(schema *arrow.Schema, cols []partitionColumn) *arro
 
 // partitionColumns returns s's partition columns, refusing types this
 // package does not serialize.
-func partitionColumns(s *state) ([]partitionColumn, error) {
-	if s.meta == nil || len(s.meta.PartitionColumns) == 0 {
+func partitionColumns(s *State) ([]partitionColumn, error) {
+	if s.Meta == nil || len(s.Meta.PartitionColumns) == 0 {
 		return nil, nil
 	}
-	cm, err := s.mapping()
+	cm, err := s.Mapping()
 	if err != nil {
 		return nil, err
 	}
 	var out []partitionColumn
-	for _, name := range s.meta.PartitionColumns {
+	for _, name := range s.Meta.PartitionColumns {
 		var f *Field
-		for i := range s.schema.Fields {
-			if s.schema.Fields[i].Name == name {
-				f = &s.schema.Fields[i]
+		for i := range s.Schema.Fields {
+			if s.Schema.Fields[i].Name == name {
+				f = &s.Schema.Fields[i]
 			}
 		}
 		if f == nil {
 			return nil, fmt.Errorf("partition column %q is not in the schema", name)
 		}
 		typ := f.TypeName()
-		at, err := arrowType(typ)
+		at, err := ArrowType(typ)
 		if err != nil || typ == "float" || typ == "double" || typ == "binary" {
 			return nil, fmt.Errorf("partition column %q has type %s, which this package does not serialize", name, typ)
 		}
-		out = append(out, partitionColumn{name: name, key: cm.fileName(name), typ: typ, arrowTyp: at})
+		out = append(out, partitionColumn{name: name, key: cm.FileName(name), typ: typ, arrowTyp: at})
 	}
 	return out, nil
 }

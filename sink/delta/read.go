@@ -30,20 +30,20 @@ func (t *Table) ReadAll(ctx context.Context) (array.RecordReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return t.newReader(ctx, s, s.sortedFiles(), as)
+	return t.newReader(ctx, s, s.SortedFiles(), as)
 }
 
 // readable returns the table's current state and its Arrow schema, or an
 // error when the table does not exist.
-func (t *Table) readable(ctx context.Context) (*state, *arrow.Schema, error) {
+func (t *Table) readable(ctx context.Context) (*State, *arrow.Schema, error) {
 	s, err := t.current(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	if s.version < 0 {
+	if s.Version < 0 {
 		return nil, nil, fmt.Errorf("delta: table %s does not exist", t.url)
 	}
-	as, err := s.schema.ArrowSchema()
+	as, err := s.Schema.ArrowSchema()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -51,8 +51,8 @@ func (t *Table) readable(ctx context.Context) (*state, *arrow.Schema, error) {
 }
 
 // newReader reads files of s in schema (the table's columns, or some).
-func (t *Table) newReader(ctx context.Context, s *state, files []AddFile, schema *arrow.Schema) (*tableReader, error) {
-	cm, err := s.mapping()
+func (t *Table) newReader(ctx context.Context, s *State, files []AddFile, schema *arrow.Schema) (*tableReader, error) {
+	cm, err := s.Mapping()
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ type tableReader struct {
 	// be top-level primitive columns).
 	project bool
 	// cm finds the schema's columns in the files (column mapping).
-	cm columnMapping
+	cm ColumnMapping
 	// parts are the table's partition columns, read from each file's
 	// partition values.
 	parts []partitionColumn
@@ -172,13 +172,13 @@ func (r *tableReader) Next() bool {
 func (r *tableReader) open(a AddFile) error {
 	r.deleted, r.pos = nil, 0
 	if a.DeletionVector != nil {
-		bm, err := a.DeletionVector.load(r.ctx, r.t.bucket, r.t.url)
+		bm, err := a.DeletionVector.Load(r.ctx, r.t.bucket, r.t.url)
 		if err != nil {
 			return fmt.Errorf("delta: deletion vector of %s: %w", a.Path, err)
 		}
 		r.deleted = bm
 	}
-	ra, err := newBlobReaderAt(r.ctx, r.t.bucket, a.key())
+	ra, err := newBlobReaderAt(r.ctx, r.t.bucket, a.Key())
 	if err != nil {
 		return fmt.Errorf("delta: opening %s: %w", a.Path, err)
 	}
@@ -200,7 +200,7 @@ func (r *tableReader) open(a AddFile) error {
 			return fmt.Errorf("delta: opening %s: %w", a.Path, err)
 		}
 		for _, f := range r.schema.Fields() {
-			if i := r.cm.fileIndex(fs, f.Name); i >= 0 && fr.Manifest.Fields[i].ColIndex >= 0 {
+			if i := r.cm.FileIndex(fs, f.Name); i >= 0 && fr.Manifest.Fields[i].ColIndex >= 0 {
 				cols = append(cols, fr.Manifest.Fields[i].ColIndex)
 			}
 		}
@@ -227,7 +227,7 @@ func (r *tableReader) adapt(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 		}
 	}()
 	for i, f := range r.schema.Fields() {
-		j := r.cm.fileIndex(rec.Schema(), f.Name)
+		j := r.cm.FileIndex(rec.Schema(), f.Name)
 		if pc := r.partition(f.Name); pc != nil {
 			v, ok := r.files[r.next-1].PartitionValues[pc.key]
 			c, err := pc.column(v, ok, n)
@@ -308,7 +308,7 @@ func (t *Table) ReadSnapshotRows(ctx context.Context, captureInstance string) (a
 	if !ok {
 		return nil, fmt.Errorf("delta: table %s, capture instance %q: %w", t.url, captureInstance, sink.ErrNotFound)
 	}
-	as, err := s.schema.ArrowSchema()
+	as, err := s.Schema.ArrowSchema()
 	if err != nil {
 		return nil, err
 	}
@@ -318,13 +318,13 @@ func (t *Table) ReadSnapshotRows(ctx context.Context, captureInstance string) (a
 		}
 	}
 	want := sn.LSN.String()
-	cm, err := s.mapping()
+	cm, err := s.Mapping()
 	if err != nil {
 		return nil, err
 	}
 	var files []AddFile
-	for _, f := range s.sortedFiles() {
-		if st, err := f.ParseStats(); err == nil && !mayHold(cm.displayStats(st), want) {
+	for _, f := range s.SortedFiles() {
+		if st, err := f.ParseStats(); err == nil && !mayHold(cm.DisplayStats(st), want) {
 			continue
 		}
 		files = append(files, f)

@@ -166,24 +166,24 @@ func judge(st FileStats, want rowsWant, ci, ciLo, ciHi string) (statsSay, string
 }
 
 // scanRows finds what the rows of s say about capture instance ci.
-func (t *Table) scanRows(ctx context.Context, s *state, ci string, want rowsWant) (*rowsFacts, error) {
+func (t *Table) scanRows(ctx context.Context, s *State, ci string, want rowsWant) (*rowsFacts, error) {
 	facts := &rowsFacts{snaps: map[lsn.LSN]*rowsSnap{}, chunks: map[lsn.LSN]int32{}}
-	if s.version < 0 || len(s.files) == 0 {
+	if s.Version < 0 || len(s.Files) == 0 {
 		return facts, nil
 	}
 	ciLo, ciHi := foldRange(ci)
-	cm, err := s.mapping()
+	cm, err := s.Mapping()
 	if err != nil {
 		return nil, err
 	}
 	var read []AddFile
-	for _, f := range s.sortedFiles() {
+	for _, f := range s.SortedFiles() {
 		st, err := f.ParseStats()
 		if err != nil {
 			read = append(read, f)
 			continue
 		}
-		st = cm.displayStats(st)
+		st = cm.DisplayStats(st)
 		say, l, b := judge(st, want, ci, ciLo, ciHi)
 		switch say {
 		case statsRead:
@@ -205,7 +205,7 @@ func (t *Table) scanRows(ctx context.Context, s *state, ci string, want rowsWant
 				}
 				break
 			}
-			live := st.NumRecords - f.DeletionVector.deletedRows()
+			live := st.NumRecords - f.DeletionVector.DeletedRows()
 			if live <= 0 {
 				break // every row deleted (a deletion vector)
 			}
@@ -255,8 +255,8 @@ var factColumns = []string{sink.ColCaptureInstance, sink.ColOperation, sink.ColS
 
 // readFacts reads the metadata columns of files (only those columns) and
 // adds what their rows of ci say to facts.
-func (t *Table) readFacts(ctx context.Context, s *state, files []AddFile, ci string, want rowsWant, facts *rowsFacts) error {
-	as, err := s.schema.ArrowSchema()
+func (t *Table) readFacts(ctx context.Context, s *State, files []AddFile, ci string, want rowsWant, facts *rowsFacts) error {
+	as, err := s.Schema.ArrowSchema()
 	if err != nil {
 		return err
 	}
@@ -346,7 +346,7 @@ func (t *Table) readFacts(ctx context.Context, s *state, files []AddFile, ci str
 
 // snapshotFromRows finds the newest whole snapshot of ci from the rows of
 // s, logging that the txn record was gone.
-func (t *Table) snapshotFromRows(ctx context.Context, s *state, ci string) (sink.Snapshot, bool, error) {
+func (t *Table) snapshotFromRows(ctx context.Context, s *State, ci string) (sink.Snapshot, bool, error) {
 	facts, err := t.scanRows(ctx, s, ci, wantSnapshot)
 	if err != nil {
 		return sink.Snapshot{}, false, fmt.Errorf("delta: table %s: finding a snapshot of %q from its rows: %w", t.url, ci, err)
@@ -362,8 +362,8 @@ func (t *Table) snapshotFromRows(ctx context.Context, s *state, ci string) (sink
 
 // lastBatch returns the largest change batch id of ci that the table
 // holds: from its txn record, or from the rows when the record is gone.
-func (t *Table) lastBatch(ctx context.Context, s *state, ci string) (int64, bool, error) {
-	if tx, ok := s.txns[changesAppID(ci)]; ok {
+func (t *Table) lastBatch(ctx context.Context, s *State, ci string) (int64, bool, error) {
+	if tx, ok := s.Txns[changesAppID(ci)]; ok {
 		return tx.Version, true, nil
 	}
 	facts, err := t.scanRows(ctx, s, ci, wantBatch)

@@ -31,22 +31,22 @@ func expireTxns(t *testing.T, ctx context.Context, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.version < 0 {
+	if s.Version < 0 {
 		return // no table yet
 	}
-	c := s.clone()
-	c.txns = map[string]Txn{}
+	c := s.Clone()
+	c.Txns = map[string]Txn{}
 	es, err := os.ReadDir(filepath.Join(dir, "_delta_log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tb.dlog.writeCheckpoint(ctx, c, 1); err != nil {
+	if err := tb.dlog.WriteCheckpoint(ctx, c, 1); err != nil {
 		t.Fatal(err)
 	}
-	keep := fmt.Sprintf("%020d.checkpoint.parquet", s.version)
+	keep := fmt.Sprintf("%020d.checkpoint.parquet", s.Version)
 	for _, e := range es {
 		var v int64
-		if _, err := fmt.Sscanf(e.Name(), "%020d.", &v); err == nil && v <= s.version && e.Name() != keep {
+		if _, err := fmt.Sscanf(e.Name(), "%020d.", &v); err == nil && v <= s.Version && e.Name() != keep {
 			if err := os.Remove(filepath.Join(dir, "_delta_log", e.Name())); err != nil {
 				t.Fatal(err)
 			}
@@ -68,7 +68,7 @@ func compact(t *testing.T, ctx context.Context, tb *Table, files []AddFile, stat
 	if err != nil {
 		t.Fatal(err)
 	}
-	as, err := s.schema.ArrowSchema()
+	as, err := s.Schema.ArrowSchema()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,13 +101,13 @@ func compact(t *testing.T, ctx context.Context, tb *Table, files []AddFile, stat
 			adds[i].Stats = string(b)
 		}
 	}
-	_, err = tb.commit(ctx, func(s *state, v int64) ([]action, error) {
-		acts := []action{{CommitInfo: commitInfo("OPTIMIZE", "", nil)}}
+	_, err = tb.commit(ctx, func(s *State, v int64) ([]Action, error) {
+		acts := []Action{{CommitInfo: commitInfo("OPTIMIZE", "", nil)}}
 		for _, f := range files {
-			acts = append(acts, action{Remove: &removeFile{Path: f.Path, DeletionTimestamp: time.Now().UnixMilli(), Size: f.Size}})
+			acts = append(acts, Action{Remove: &RemoveFile{Path: f.Path, DeletionTimestamp: time.Now().UnixMilli(), Size: f.Size}})
 		}
 		for i := range adds {
-			acts = append(acts, action{Add: &adds[i]})
+			acts = append(acts, Action{Add: &adds[i]})
 		}
 		return acts, nil
 	})
@@ -250,8 +250,8 @@ func TestFoundFromRowsProperty(t *testing.T) {
 				}
 				if wantLast > 0 {
 					v, err := tb.AppendChanges(ctx, ci, wantLast, changeRows(t, schema, ci, wantLast, 0, 2))
-					if err != nil || v != s.version {
-						t.Fatalf("case %d step %d: %s: replaying batch %d appended (version %d, was %d): %v", c, step, ci, wantLast, v, s.version, err)
+					if err != nil || v != s.Version {
+						t.Fatalf("case %d step %d: %s: replaying batch %d appended (version %d, was %d): %v", c, step, ci, wantLast, v, s.Version, err)
 					}
 				}
 			}
@@ -282,8 +282,8 @@ func TestRowsFallbackReadsAlmostNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.files) < 10 {
-		t.Fatalf("only %d files; the test wants many", len(s.files))
+	if len(s.Files) < 10 {
+		t.Fatalf("only %d files; the test wants many", len(s.Files))
 	}
 	facts, err := tb.scanRows(ctx, s, "DBO_ORDERS", wantSnapshot)
 	if err != nil {
@@ -292,8 +292,8 @@ func TestRowsFallbackReadsAlmostNothing(t *testing.T) {
 	if l, sn, ok := facts.newestSnapshot(); !ok || l != mustLSN(t, "0x0000002A000000100001") || sn.rows != 800 || !sn.commitTS.Equal(baseTime) {
 		t.Fatalf("found %v %+v %v", l, sn, ok)
 	}
-	if facts.opened != 1 || facts.skipped != len(s.files) {
-		t.Fatalf("read %d files and settled %d by stats of %d; want 1 read (the commit time) and all settled", facts.opened, facts.skipped, len(s.files))
+	if facts.opened != 1 || facts.skipped != len(s.Files) {
+		t.Fatalf("read %d files and settled %d by stats of %d; want 1 read (the commit time) and all settled", facts.opened, facts.skipped, len(s.Files))
 	}
 	batches, err := tb.scanRows(ctx, s, "dbo_orders", wantBatch)
 	if err != nil {
@@ -302,14 +302,14 @@ func TestRowsFallbackReadsAlmostNothing(t *testing.T) {
 	if !batches.hasBatch || batches.batch != 3 || batches.opened != 0 {
 		t.Fatalf("batches: %+v; want batch 3 from stats alone", batches)
 	}
-	compact(t, ctx, tb, s.sortedFiles(), "none")
+	compact(t, ctx, tb, s.SortedFiles(), "none")
 	s, _ = tb.current(ctx)
 	facts, err = tb.scanRows(ctx, s, "dbo_Orders", wantSnapshot)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, sn, ok := facts.newestSnapshot(); !ok || sn.rows != 800 || facts.opened != len(s.files) {
-		t.Fatalf("after a compaction without stats: %+v, read %d of %d files", sn, facts.opened, len(s.files))
+	if _, sn, ok := facts.newestSnapshot(); !ok || sn.rows != 800 || facts.opened != len(s.Files) {
+		t.Fatalf("after a compaction without stats: %+v, read %d of %d files", sn, facts.opened, len(s.Files))
 	}
 }
 

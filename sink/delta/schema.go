@@ -69,8 +69,8 @@ func (s Schema) String() string {
 	return string(b)
 }
 
-// field returns the column named name (exactly) and its index.
-func (s Schema) field(name string) (Field, int, bool) {
+// Field returns the column named name (exactly) and its index.
+func (s Schema) Field(name string) (Field, int, bool) {
 	for i, f := range s.Fields {
 		if f.Name == name {
 			return f, i, true
@@ -79,9 +79,9 @@ func (s Schema) field(name string) (Field, int, bool) {
 	return Field{}, -1, false
 }
 
-// deltaType returns the Delta type of an Arrow type, or an error for types
+// DeltaType returns the Delta type of an Arrow type, or an error for types
 // a bronze table cannot hold.
-func deltaType(t arrow.DataType) (string, error) {
+func DeltaType(t arrow.DataType) (string, error) {
 	switch tt := t.(type) {
 	case *arrow.StringType, *arrow.LargeStringType:
 		return "string", nil
@@ -121,8 +121,8 @@ func deltaType(t arrow.DataType) (string, error) {
 	}
 }
 
-// arrowType returns the Arrow type a Delta primitive type reads back as.
-func arrowType(delta string) (arrow.DataType, error) {
+// ArrowType returns the Arrow type a Delta primitive type reads back as.
+func ArrowType(delta string) (arrow.DataType, error) {
 	switch delta {
 	case "string":
 		return arrow.BinaryTypes.String, nil
@@ -167,7 +167,7 @@ func arrowType(delta string) (arrow.DataType, error) {
 func (s Schema) ArrowSchema() (*arrow.Schema, error) {
 	fields := make([]arrow.Field, 0, len(s.Fields))
 	for _, f := range s.Fields {
-		t, err := arrowType(f.TypeName())
+		t, err := ArrowType(f.TypeName())
 		if err != nil {
 			return nil, &SchemaError{Column: f.Name, Reason: err.Error()}
 		}
@@ -176,9 +176,9 @@ func (s Schema) ArrowSchema() (*arrow.Schema, error) {
 	return arrow.NewSchema(fields, nil), nil
 }
 
-// schemaFromArrow converts an Arrow schema to a Delta schema, naming the
+// SchemaFromArrow converts an Arrow schema to a Delta schema, naming the
 // first column with no mapping.
-func schemaFromArrow(as *arrow.Schema) (Schema, error) {
+func SchemaFromArrow(as *arrow.Schema) (Schema, error) {
 	var s Schema
 	seen := map[string]string{}
 	for _, f := range as.Fields() {
@@ -186,7 +186,7 @@ func schemaFromArrow(as *arrow.Schema) (Schema, error) {
 			return Schema{}, &SchemaError{Column: f.Name, Reason: fmt.Sprintf("equals column %q ignoring case", prev)}
 		}
 		seen[strings.ToLower(f.Name)] = f.Name
-		dt, err := deltaType(f.Type)
+		dt, err := DeltaType(f.Type)
 		if err != nil {
 			return Schema{}, &SchemaError{Column: f.Name, Reason: err.Error()}
 		}
@@ -196,13 +196,13 @@ func schemaFromArrow(as *arrow.Schema) (Schema, error) {
 	return s, nil
 }
 
-// evolve checks that records in schema rec can be written to a table with
+// Evolve checks that records in schema rec can be written to a table with
 // schema table. It returns the table schema after the write: table itself
 // when rec adds nothing (changed false), or table plus rec's extra columns,
 // which must be nullable (changed true). Anything else is a *SchemaError
 // naming the column.
-func evolve(table Schema, rec *arrow.Schema) (Schema, bool, error) {
-	incoming, err := schemaFromArrow(rec)
+func Evolve(table Schema, rec *arrow.Schema) (Schema, bool, error) {
+	incoming, err := SchemaFromArrow(rec)
 	if err != nil {
 		return Schema{}, false, err
 	}
@@ -222,7 +222,7 @@ func evolve(table Schema, rec *arrow.Schema) (Schema, bool, error) {
 			problems = append(problems, &SchemaError{Column: tf.Name, Reason: "the table has this column and the records do not"})
 		case inf.Name != tf.Name:
 			problems = append(problems, &SchemaError{Column: inf.Name, Reason: fmt.Sprintf("differs in case from the table's column %q", tf.Name)})
-		case inf.TypeName() != tf.TypeName() && !(inf.TypeName() == "timestamp" && tf.TypeName() == "timestamp_ntz") && !widens(inf.TypeName(), tf.TypeName()):
+		case inf.TypeName() != tf.TypeName() && !(inf.TypeName() == "timestamp" && tf.TypeName() == "timestamp_ntz") && !Widens(inf.TypeName(), tf.TypeName()):
 			problems = append(problems, &SchemaError{Column: tf.Name, Reason: fmt.Sprintf("the table has type %s, the records %s", tf.TypeName(), inf.TypeName())})
 		}
 	}
@@ -245,14 +245,14 @@ func evolve(table Schema, rec *arrow.Schema) (Schema, bool, error) {
 	return out, changed, nil
 }
 
-// widens reports whether a column of Delta type from can be written into
-// one of type to without loss, as the typeWidening feature widens columns
+// Widens reports whether a column of Delta type from can be written into
+// one of type to without loss, as the typeWidening feature Widens columns
 // (PROTOCOL.md, "Type Widening"): integers to wider integers, byte, short
 // and int to double, float to double, date to timestamp_ntz, an integer
 // to a decimal with at least 10 integer digits (20 for long), a decimal
 // to one with at least its integer digits and scale. The writer casts
 // such columns.
-func widens(from, to string) bool {
+func Widens(from, to string) bool {
 	ints := []string{"byte", "short", "integer", "long"}
 	fi, ti := slices.Index(ints, from), slices.Index(ints, to)
 	var p2, s2 int

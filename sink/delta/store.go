@@ -11,11 +11,11 @@ import (
 	"gocloud.dev/gcerrors"
 )
 
-// putIfAbsent writes key only if it does not exist, atomically across
+// PutIfAbsent writes key only if it does not exist, atomically across
 // processes: a local table links a finished temporary file to the final
 // name (link fails if the name exists, and readers never see a partial
 // file); other stores use the bucket's conditional write.
-func (l *Log) putIfAbsent(ctx context.Context, key string, data []byte) error {
+func (l *Log) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 	if l.LocalRoot != "" {
 		tmpName, err := l.localTemp(data)
 		if err != nil {
@@ -28,7 +28,7 @@ func (l *Log) putIfAbsent(ctx context.Context, key string, data []byte) error {
 		}
 		if err := os.Link(tmpName, final); err != nil {
 			if errors.Is(err, os.ErrExist) {
-				return errConflict
+				return ErrConflict
 			}
 			return err
 		}
@@ -50,7 +50,7 @@ func (l *Log) putIfAbsent(ctx context.Context, key string, data []byte) error {
 	}
 	if err := w.Close(); err != nil {
 		if c := gcerrors.Code(err); c == gcerrors.FailedPrecondition || c == gcerrors.AlreadyExists {
-			return errConflict
+			return ErrConflict
 		}
 		return err
 	}

@@ -76,11 +76,10 @@ type Table struct {
 	localRoot string // the table's folder for a local table, else ""
 	opts      Options
 	log       *slog.Logger
-
-	dlog      *Log
+	dlog      *Log // the table's transaction log
 
 	mu     sync.Mutex
-	cache  *state
+	cache  *State
 	closed bool
 }
 
@@ -186,7 +185,7 @@ func (t *Table) Close() error {
 
 // current returns the table's latest state, replaying only the commits
 // after the cached one when it can.
-func (t *Table) current(ctx context.Context) (*state, error) {
+func (t *Table) current(ctx context.Context) (*State, error) {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -194,12 +193,12 @@ func (t *Table) current(ctx context.Context) (*state, error) {
 	}
 	base := t.cache
 	t.mu.Unlock()
-	s, err := t.dlog.load(ctx, base, -1)
+	s, err := t.dlog.Load(ctx, base, -1)
 	if err != nil {
 		return nil, err
 	}
 	t.mu.Lock()
-	if t.cache == nil || s.version >= t.cache.version {
+	if t.cache == nil || s.Version >= t.cache.Version {
 		t.cache = s
 	}
 	t.mu.Unlock()
@@ -212,7 +211,7 @@ func (t *Table) Version(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return s.version, nil
+	return s.Version, nil
 }
 
 // Files returns the live data files (add actions) ordered by path.
@@ -221,7 +220,7 @@ func (t *Table) Files(ctx context.Context) ([]AddFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.sortedFiles(), nil
+	return s.SortedFiles(), nil
 }
 
 // Schema returns the table's Delta schema (no fields when the table does
@@ -231,7 +230,7 @@ func (t *Table) Schema(ctx context.Context) (Schema, error) {
 	if err != nil {
 		return Schema{}, err
 	}
-	return s.schema, nil
+	return s.Schema, nil
 }
 
 // Protocol returns the table's protocol action (nil when the table does
@@ -241,7 +240,7 @@ func (t *Table) Protocol(ctx context.Context) (*Protocol, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.protocol, nil
+	return s.Protocol, nil
 }
 
 // Txns returns the live txn (SetTransaction) actions by appId.
@@ -250,8 +249,8 @@ func (t *Table) Txns(ctx context.Context) (map[string]Txn, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]Txn, len(s.txns))
-	for k, v := range s.txns {
+	out := make(map[string]Txn, len(s.Txns))
+	for k, v := range s.Txns {
 		out[k] = v
 	}
 	return out, nil

@@ -28,13 +28,13 @@ func (t *Table) ReadKeyRange(ctx context.Context, captureInstance string, key []
 	if err != nil {
 		return nil, err
 	}
-	cm, err := s.mapping()
+	cm, err := s.Mapping()
 	if err != nil {
 		return nil, err
 	}
 	var files []AddFile
-	for _, f := range s.sortedFiles() {
-		if st, err := f.ParseStats(); err == nil && !mayHoldKeys(cm.displayStats(st), captureInstance, key, r) {
+	for _, f := range s.SortedFiles() {
+		if st, err := f.ParseStats(); err == nil && !mayHoldKeys(cm.DisplayStats(st), captureInstance, key, r) {
 			continue
 		}
 		files = append(files, f)

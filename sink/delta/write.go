@@ -408,7 +408,7 @@ func (s *fileSet) abort(ctx context.Context) {
 		_ = f.bw.Close()
 	}
 	for _, a := range s.done {
-		_ = s.t.bucket.Delete(context.WithoutCancel(ctx), a.key())
+		_ = s.t.bucket.Delete(context.WithoutCancel(ctx), a.Key())
 	}
 	s.done = nil
 }
@@ -493,7 +493,7 @@ type fileSets struct {
 	mem       *bufferPool // every file's Parquet allocator
 }
 
-func (t *Table) newFileSets(st *state, schema *arrow.Schema, partition int, constant bool) (*fileSets, error) {
+func (t *Table) newFileSets(st *State, schema *arrow.Schema, partition int, constant bool) (*fileSets, error) {
 	cols, err := partitionColumns(st)
 	if err != nil {
 		return nil, &UnsupportedProtocolError{Table: t.url, Feature: "partitionColumns: " + err.Error(), Write: true}
@@ -604,30 +604,30 @@ func schemaMismatch(want, got *arrow.Schema) error {
 // isAdjustedToUTC false, as the protocol asks; the values are the same
 // microseconds: SQL Server's datetime2 and datetime are wall-clock values,
 // which the bronze schema labels UTC.
-func fileSchemaOf(st *state, schema *arrow.Schema) (*arrow.Schema, []int, error) {
-	cm, err := st.mapping()
+func fileSchemaOf(st *State, schema *arrow.Schema) (*arrow.Schema, []int, error) {
+	cm, err := st.Mapping()
 	if err != nil {
 		return nil, nil, err
 	}
 	var idx []int
 	fields := slices.Clone(schema.Fields())
-	for _, tf := range st.schema.Fields {
+	for _, tf := range st.Schema.Fields {
 		for _, i := range schema.FieldIndices(tf.Name) {
-			rt, err := deltaType(fields[i].Type)
+			rt, err := DeltaType(fields[i].Type)
 			if err != nil || rt == tf.TypeName() {
 				continue
 			}
-			if at, err := arrowType(tf.TypeName()); err == nil && (widens(rt, tf.TypeName()) || rt == "timestamp" && tf.TypeName() == "timestamp_ntz") {
+			if at, err := ArrowType(tf.TypeName()); err == nil && (Widens(rt, tf.TypeName()) || rt == "timestamp" && tf.TypeName() == "timestamp_ntz") {
 				fields[i].Type = at
 				idx = append(idx, i)
 			}
 		}
 	}
-	if len(idx) == 0 && !cm.on() {
+	if len(idx) == 0 && !cm.On() {
 		return schema, nil, nil
 	}
 	md := schema.Metadata()
-	return cm.fileSchema(arrow.NewSchema(fields, &md)), idx, nil
+	return cm.FileSchema(arrow.NewSchema(fields, &md)), idx, nil
 }
 
 // relabel returns rec in schema, its columns idx given schema's types
@@ -664,12 +664,12 @@ func relabel(ctx context.Context, rec arrow.RecordBatch, schema *arrow.Schema, i
 // effective is the table's state, or, when the table does not exist yet,
 // the state its creating commit will give it (Options.Create) for records
 // in schema: data files are written before that commit.
-func (t *Table) effective(ctx context.Context, schema *arrow.Schema) (*state, error) {
+func (t *Table) effective(ctx context.Context, schema *arrow.Schema) (*State, error) {
 	st, err := t.current(ctx)
-	if err != nil || st.version >= 0 {
+	if err != nil || st.Version >= 0 {
 		return st, err
 	}
-	ds, err := schemaFromArrow(schema)
+	ds, err := SchemaFromArrow(schema)
 	if err != nil {
 		return nil, err
 	}
@@ -678,8 +678,8 @@ func (t *Table) effective(ctx context.Context, schema *arrow.Schema) (*state, er
 
 // checkNotNull refuses a record with a NULL in a column the table
 // declares NOT NULL: writers enforce non-nullable columns, as Spark does.
-func checkNotNull(st *state, rec arrow.RecordBatch) error {
-	for _, f := range st.schema.Fields {
+func checkNotNull(st *State, rec arrow.RecordBatch) error {
+	for _, f := range st.Schema.Fields {
 		if f.Nullable {
 			continue
 		}
@@ -709,7 +709,7 @@ func layoutOf(dataSchema *arrow.Schema, cols []partitionColumn, relabelled bool)
 	}
 	h := sha256.New()
 	for _, f := range dataSchema.Fields() {
-		id, _ := f.Metadata.GetValue(parquetFieldID)
+		id, _ := f.Metadata.GetValue(ParquetFieldID)
 		fmt.Fprintf(h, "%s\x00%s\x00%s\x00", f.Name, f.Type, id)
 	}
 	for _, c := range cols {
@@ -720,10 +720,10 @@ func layoutOf(dataSchema *arrow.Schema, cols []partitionColumn, relabelled bool)
 
 // checkLayout refuses adds whose layout is not the one the table of s
 // gives records in schema (see layoutTag).
-func (t *Table) checkLayout(s *state, schema *arrow.Schema, adds []AddFile) error {
+func (t *Table) checkLayout(s *State, schema *arrow.Schema, adds []AddFile) error {
 	st := s
-	if s.version < 0 {
-		ds, err := schemaFromArrow(schema)
+	if s.Version < 0 {
+		ds, err := SchemaFromArrow(schema)
 		if err != nil {
 			return err
 		}
