@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"gocloud.dev/blob/fileblob"
 
 	"github.com/cdcsnap/cdcsnap/database"
+	"github.com/cdcsnap/cdcsnap/internal/deltalog"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 )
@@ -118,15 +120,18 @@ func TestRunCreatesTableWithFeatures(t *testing.T) {
 	if !regexp.MustCompile(`changes:  [1-9][0-9]* orders moved to another region`).MatchString(out.String()) {
 		t.Errorf("no key update:\n%s", &out)
 	}
-	table, err := delta.Open(context.Background(), dir, delta.Options{})
+	b, err := fileblob.OpenBucket(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer table.Close()
-	p, _ := table.Protocol(context.Background())
-	files, _ := table.Files(context.Background())
-	if p.MinWriterVersion != 7 || len(files) == 0 || !strings.HasPrefix(files[0].Path, "region=") {
-		t.Fatalf("protocol %+v, first file %v", p, files[0].Path)
+	defer b.Close()
+	s, err := (&deltalog.Log{URL: dir, Bucket: b, LocalRoot: dir}).Load(context.Background(), nil, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := s.SortedFiles()
+	if s.Protocol.MinWriterVersion != 7 || len(files) == 0 || !strings.HasPrefix(files[0].Path, "region=") {
+		t.Fatalf("protocol %+v, %d files", s.Protocol, len(files))
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"gocloud.dev/gcerrors"
 
+	"github.com/cdcsnap/cdcsnap/internal/deltalog"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink"
 )
@@ -82,7 +83,7 @@ func chunksAppID(planID string, end int) string {
 func completeAppID(planID string) string { return completeAppPrefix + planID }
 
 // parseChunkedTxn decodes an open txn; ok is false for other txns.
-func parseChunkedTxn(tx Txn) (sink.Chunked, bool) {
+func parseChunkedTxn(tx deltalog.Txn) (sink.Chunked, bool) {
 	rest, ok := strings.CutPrefix(tx.AppID, chunkedAppPrefix)
 	if !ok {
 		return sink.Chunked{}, false
@@ -108,7 +109,7 @@ func parseChunkedTxn(tx Txn) (sink.Chunked, bool) {
 }
 
 // chunkedOpens returns every open txn in s, decoded.
-func chunkedOpens(s *State) []sink.Chunked {
+func chunkedOpens(s *deltalog.State) []sink.Chunked {
 	var out []sink.Chunked
 	for _, tx := range s.Txns {
 		if c, ok := parseChunkedTxn(tx); ok {
@@ -120,7 +121,7 @@ func chunkedOpens(s *State) []sink.Chunked {
 
 // chunkedProgress fills c's Committed, Complete and Version from its wave and
 // completion txns in s.
-func chunkedProgress(s *State, c sink.Chunked) sink.Chunked {
+func chunkedProgress(s *deltalog.State, c sink.Chunked) sink.Chunked {
 	prefix := chunksAppPrefix + c.PlanID + "/"
 	for _, tx := range s.Txns {
 		rest, ok := strings.CutPrefix(tx.AppID, prefix)
@@ -144,7 +145,7 @@ func chunkedProgress(s *State, c sink.Chunked) sink.Chunked {
 // findChunked returns the newest chunked snapshot of ci (ignoring case)
 // in s, without its plan: from its open txn, else (the txns expired) from
 // the heads of the instance's chunked snapshots and the table's rows.
-func (t *Table) findChunked(ctx context.Context, s *State, ci string) (sink.Chunked, bool, error) {
+func (t *Table) findChunked(ctx context.Context, s *deltalog.State, ci string) (sink.Chunked, bool, error) {
 	var best sink.Chunked
 	found := false
 	for _, c := range chunkedOpens(s) {
@@ -160,7 +161,7 @@ func (t *Table) findChunked(ctx context.Context, s *State, ci string) (sink.Chun
 
 // chunkedByPlan returns the chunked snapshot planID in s, without its
 // plan, found as findChunked finds one.
-func (t *Table) chunkedByPlan(ctx context.Context, s *State, planID string) (sink.Chunked, bool, error) {
+func (t *Table) chunkedByPlan(ctx context.Context, s *deltalog.State, planID string) (sink.Chunked, bool, error) {
 	for _, c := range chunkedOpens(s) {
 		if c.PlanID == planID {
 			return chunkedProgress(s, c), true, nil
@@ -177,7 +178,7 @@ func (t *Table) chunkedByPlan(ctx context.Context, s *State, planID string) (sin
 // Committed is then the larger of what the wave txns and the rows say;
 // chunks committed empty after the last chunk with rows are read again,
 // which adds no row twice.
-func (t *Table) chunkedFromRows(ctx context.Context, s *State, ci, planID string) (sink.Chunked, bool, error) {
+func (t *Table) chunkedFromRows(ctx context.Context, s *deltalog.State, ci, planID string) (sink.Chunked, bool, error) {
 	heads, err := t.chunkedHeads(ctx, ci, planID)
 	if err != nil || len(heads) == 0 {
 		return sink.Chunked{}, false, err
@@ -342,7 +343,7 @@ func (t *Table) OpenChunked(ctx context.Context, info sink.Info, chunks int, pla
 		return sink.Chunked{}, fmt.Errorf("%s: the plan is not JSON", where)
 	}
 	if info.Schema != nil {
-		if _, err := SchemaFromArrow(info.Schema); err != nil {
+		if _, err := deltalog.SchemaFromArrow(info.Schema); err != nil {
 			return sink.Chunked{}, err
 		}
 	}
@@ -352,7 +353,7 @@ func (t *Table) OpenChunked(ctx context.Context, info sink.Info, chunks int, pla
 	// check decides from s whether to open: errChunkedExists (found is
 	// this plan), sink.ErrSnapshotExists (found is the newest), another
 	// error, or nil.
-	check := func(s *State) error {
+	check := func(s *deltalog.State) error {
 		c, ok, err := t.chunkedByPlan(ctx, s, info.PlanID)
 		if err != nil {
 			return err
@@ -392,11 +393,11 @@ func (t *Table) OpenChunked(ctx context.Context, info sink.Info, chunks int, pla
 			return sink.Chunked{}, fmt.Errorf("%s: %w", where, err)
 		}
 		um := chunkedMeta(st, "open", 0, 0, nil)
-		st.Version, err = t.commit(ctx, func(s *State, v int64) ([]Action, error) {
+		st.Version, err = t.commit(ctx, func(s *deltalog.State, v int64) ([]deltalog.Action, error) {
 			if err := check(s); err != nil {
 				return nil, err
 			}
-			acts := []Action{{CommitInfo: commitInfo("WRITE", um, map[string]any{"mode": "Append"})}}
+			acts := []deltalog.Action{{CommitInfo: commitInfo("WRITE", um, map[string]any{"mode": "Append"})}}
 			if info.Schema != nil {
 				head, err := t.schemaActions(s, info.Schema)
 				if err != nil {
@@ -404,7 +405,7 @@ func (t *Table) OpenChunked(ctx context.Context, info sink.Info, chunks int, pla
 				}
 				acts = append(acts, head...)
 			}
-			return append(acts, Action{Txn: &Txn{AppID: chunkedAppID(info, chunks), Version: v, LastUpdated: time.Now().UnixMilli()}}), nil
+			return append(acts, deltalog.Action{Txn: &deltalog.Txn{AppID: chunkedAppID(info, chunks), Version: v, LastUpdated: time.Now().UnixMilli()}}), nil
 		})
 	}
 	switch {
@@ -426,7 +427,7 @@ func (t *Table) OpenChunked(ctx context.Context, info sink.Info, chunks int, pla
 // the same bytes (an earlier attempt of this open).
 func (t *Table) putSame(ctx context.Context, key string, plan []byte) error {
 	err := t.dlog.PutIfAbsent(ctx, key, plan)
-	if !errors.Is(err, ErrConflict) {
+	if !errors.Is(err, deltalog.ErrConflict) {
 		if err != nil {
 			return fmt.Errorf("writing %s: %w", key, err)
 		}
@@ -458,7 +459,7 @@ func (t *Table) CommitChunks(ctx context.Context, info sink.Info, wave sink.Wave
 	if info.Schema == nil {
 		return sink.Chunked{}, fmt.Errorf("%s: info.Schema is nil", where)
 	}
-	if _, err := SchemaFromArrow(info.Schema); err != nil {
+	if _, err := deltalog.SchemaFromArrow(info.Schema); err != nil {
 		return sink.Chunked{}, err
 	}
 	if len(parts) == 0 {
@@ -479,7 +480,7 @@ func (t *Table) CommitChunks(ctx context.Context, info sink.Info, wave sink.Wave
 		}
 	}
 	var cur sink.Chunked
-	v, err := t.commit(ctx, func(s *State, v int64) ([]Action, error) {
+	v, err := t.commit(ctx, func(s *deltalog.State, v int64) ([]deltalog.Action, error) {
 		c, ok, err := t.chunkedByPlan(ctx, s, info.PlanID)
 		if err != nil {
 			return nil, err
@@ -509,11 +510,11 @@ func (t *Table) CommitChunks(ctx context.Context, info sink.Info, wave sink.Wave
 		if err := t.checkLayout(s, info.Schema, adds); err != nil {
 			return nil, err
 		}
-		acts := []Action{{CommitInfo: commitInfo("WRITE", chunkedMeta(c, "wave", first, end, &wave), map[string]any{"mode": "Append"})}}
+		acts := []deltalog.Action{{CommitInfo: commitInfo("WRITE", chunkedMeta(c, "wave", first, end, &wave), map[string]any{"mode": "Append"})}}
 		acts = append(acts, head...)
-		acts = append(acts, Action{Txn: &Txn{AppID: chunksAppID(info.PlanID, end), Version: v, LastUpdated: time.Now().UnixMilli()}})
+		acts = append(acts, deltalog.Action{Txn: &deltalog.Txn{AppID: chunksAppID(info.PlanID, end), Version: v, LastUpdated: time.Now().UnixMilli()}})
 		for i := range adds {
-			acts = append(acts, Action{Add: &adds[i]})
+			acts = append(acts, deltalog.Action{Add: &adds[i]})
 		}
 		return acts, nil
 	})
@@ -537,7 +538,7 @@ func (t *Table) CommitChunks(ctx context.Context, info sink.Info, wave sink.Wave
 func (t *Table) CompleteChunked(ctx context.Context, info sink.Info) (sink.Chunked, error) {
 	where := fmt.Sprintf("delta: table %s: completing chunked snapshot %s of %q", t.url, info.PlanID, info.CaptureInstance)
 	var cur sink.Chunked
-	v, err := t.commit(ctx, func(s *State, v int64) ([]Action, error) {
+	v, err := t.commit(ctx, func(s *deltalog.State, v int64) ([]deltalog.Action, error) {
 		c, ok, err := t.chunkedByPlan(ctx, s, info.PlanID)
 		if err != nil {
 			return nil, err
@@ -552,8 +553,8 @@ func (t *Table) CompleteChunked(ctx context.Context, info sink.Info) (sink.Chunk
 		case c.Committed != c.Chunks:
 			return nil, fmt.Errorf("only %d of %d chunks are committed", c.Committed, c.Chunks)
 		}
-		acts := []Action{{CommitInfo: commitInfo("WRITE", chunkedMeta(c, "complete", 0, 0, nil), map[string]any{"mode": "Append"})}}
-		return append(acts, Action{Txn: &Txn{AppID: completeAppID(info.PlanID), Version: v, LastUpdated: time.Now().UnixMilli()}}), nil
+		acts := []deltalog.Action{{CommitInfo: commitInfo("WRITE", chunkedMeta(c, "complete", 0, 0, nil), map[string]any{"mode": "Append"})}}
+		return append(acts, deltalog.Action{Txn: &deltalog.Txn{AppID: completeAppID(info.PlanID), Version: v, LastUpdated: time.Now().UnixMilli()}}), nil
 	})
 	switch {
 	case errors.Is(err, errChunkedComplete):

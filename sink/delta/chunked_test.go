@@ -21,6 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/cdcsnap/cdcsnap/fake"
+	"github.com/cdcsnap/cdcsnap/internal/deltalog"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/sinktest"
@@ -206,7 +207,7 @@ func TestBackfillIntoDelta(t *testing.T) {
 			if url == "local" && r.IntN(3) == 0 && hasChunkRows(t, ctx, tb, w.ci, open.LSN) {
 				expireTxns(t, ctx, dir)
 				tb = openLocal(t, dir, Options{CheckpointInterval: 4, TargetFileSize: 4 << 10, RowGroupRows: 50})
-				if files, _ := tb.Files(ctx); r.IntN(2) == 0 && len(files) > 1 {
+				if files, _ := tb.files(ctx); r.IntN(2) == 0 && len(files) > 1 {
 					compact(t, ctx, tb, files, []string{"all", "none", "head"}[r.IntN(3)])
 				}
 				expired = true
@@ -314,7 +315,7 @@ func checkChunkRows(t testing.TB, ctx context.Context, tb *Table, res snapshot.B
 	if err := rr.Err(); err != nil {
 		t.Fatal(err)
 	}
-	txns, err := tb.Txns(ctx)
+	txns, err := tb.txns(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +391,7 @@ func TestChunkedAfterCheckpointAndCleanup(t *testing.T) {
 		t.Fatal(err)
 	}
 	for v := 0; v <= 5; v++ {
-		if err := os.Remove(filepath.Join(dir, filepath.FromSlash(CommitKey(int64(v))))); err != nil {
+		if err := os.Remove(filepath.Join(dir, filepath.FromSlash(deltalog.CommitKey(int64(v))))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -426,7 +427,7 @@ func TestChunkedAfterCheckpointAndCleanup(t *testing.T) {
 		t.Fatalf("%d rows, want 40 chunk rows and 3 change rows", tbl.NumRows())
 	}
 	// The durable records are txns; commitInfo carries the metadata.
-	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(CommitKey(6))))
+	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(deltalog.CommitKey(6))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -579,7 +580,7 @@ func TestChunkMultiProcessRace(t *testing.T) {
 	if err != nil || found.Committed != 2 {
 		t.Fatalf("FindChunked = %+v, %v", found, err)
 	}
-	txns, _ := tb.Txns(ctx)
+	txns, _ := tb.txns(ctx)
 	waves := 0
 	for id := range txns {
 		if strings.HasPrefix(id, chunksAppPrefix) {

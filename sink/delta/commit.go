@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/cdcsnap/cdcsnap/internal/deltalog"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink"
 )
@@ -68,7 +69,7 @@ func foldKey(ci string) string {
 }
 
 // parseSnapshotTxn decodes a snapshot txn; ok is false for other txns.
-func parseSnapshotTxn(tx Txn) (sink.Snapshot, bool) {
+func parseSnapshotTxn(tx deltalog.Txn) (sink.Snapshot, bool) {
 	rest, ok := strings.CutPrefix(tx.AppID, snapshotAppPrefix)
 	if !ok {
 		return sink.Snapshot{}, false
@@ -94,7 +95,7 @@ func parseSnapshotTxn(tx Txn) (sink.Snapshot, bool) {
 }
 
 // findSnapshot returns the newest snapshot of ci (ignoring case) in s.
-func findSnapshot(s *State, ci string) (sink.Snapshot, bool) {
+func findSnapshot(s *deltalog.State, ci string) (sink.Snapshot, bool) {
 	var best sink.Snapshot
 	found := false
 	for _, tx := range s.Txns {
@@ -153,7 +154,7 @@ func (t *Table) FindSnapshot(ctx context.Context, captureInstance string) (sink.
 
 // newestSnapshot returns the newest whole snapshot of ci in s: from its
 // txn record, else from the rows.
-func (t *Table) newestSnapshot(ctx context.Context, s *State, ci string) (sink.Snapshot, bool, error) {
+func (t *Table) newestSnapshot(ctx context.Context, s *deltalog.State, ci string) (sink.Snapshot, bool, error) {
 	if sn, ok := findSnapshot(s, ci); ok {
 		return sn, true, nil
 	}
@@ -183,7 +184,7 @@ func (t *Table) WritePartition(ctx context.Context, info sink.Info, partition in
 		size += a.Size
 	}
 	if adds == nil {
-		adds = []AddFile{}
+		adds = []deltalog.AddFile{}
 	}
 	data, err := json.Marshal(adds)
 	if err != nil {
@@ -213,18 +214,18 @@ func (t *Table) CheckSnapshot(ctx context.Context, captureInstance string, schem
 
 // checkSchema refuses, before anything is written, records the table
 // cannot take.
-func (t *Table) checkSchema(s *State, schema *arrow.Schema) error {
+func (t *Table) checkSchema(s *deltalog.State, schema *arrow.Schema) error {
 	if s.Version < 0 {
-		_, err := SchemaFromArrow(schema)
+		_, err := deltalog.SchemaFromArrow(schema)
 		return err
 	}
-	ns, changed, err := Evolve(s.Schema, schema)
+	ns, changed, err := deltalog.Evolve(s.Schema, schema)
 	if err != nil || !changed {
 		return err
 	}
 	for _, f := range ns.Fields[len(s.Schema.Fields):] {
-		if f.TypeName() == "timestamp_ntz" && !HasWriterFeature(s.Protocol, "timestampNtz") {
-			return &SchemaError{Column: f.Name, Reason: "is a timestamp without a time zone (timestamp_ntz), which the table's protocol does not allow (no timestampNtz feature)"}
+		if f.TypeName() == "timestamp_ntz" && !deltalog.HasWriterFeature(s.Protocol, "timestampNtz") {
+			return &deltalog.SchemaError{Column: f.Name, Reason: "is a timestamp without a time zone (timestamp_ntz), which the table's protocol does not allow (no timestampNtz feature)"}
 		}
 	}
 	// New columns of a mapped table need physical names and ids that
@@ -235,7 +236,7 @@ func (t *Table) checkSchema(s *State, schema *arrow.Schema) error {
 		for _, f := range ns.Fields[len(s.Schema.Fields):] {
 			added = append(added, f.Name)
 		}
-		return &SchemaError{Column: strings.Join(added, ", "), Reason: "the table maps its columns (delta.columnMapping.mode); add these columns first, e.g. ALTER TABLE ... ADD COLUMNS in Spark"}
+		return &deltalog.SchemaError{Column: strings.Join(added, ", "), Reason: "the table maps its columns (delta.columnMapping.mode); add these columns first, e.g. ALTER TABLE ... ADD COLUMNS in Spark"}
 	}
 	return nil
 }
@@ -255,7 +256,7 @@ func (t *Table) CommitSnapshot(ctx context.Context, info sink.Info, parts []sink
 	if info.Schema == nil {
 		return sink.Snapshot{}, errors.New("delta: CommitSnapshot: info.Schema is nil")
 	}
-	if _, err := SchemaFromArrow(info.Schema); err != nil {
+	if _, err := deltalog.SchemaFromArrow(info.Schema); err != nil {
 		return sink.Snapshot{}, err
 	}
 	adds, rows, err := validateParts(info, parts)
@@ -265,7 +266,7 @@ func (t *Table) CommitSnapshot(ctx context.Context, info sink.Info, parts []sink
 	// A commit never references a file that is not there: a part resumed
 	// days later may have lost its files to a VACUUM.
 	for _, p := range parts {
-		var pa []AddFile
+		var pa []deltalog.AddFile
 		_ = json.Unmarshal(p.Data, &pa) // validateParts decoded it
 		missing, err := t.missingFile(ctx, pa)
 		if err != nil {
@@ -278,7 +279,7 @@ func (t *Table) CommitSnapshot(ctx context.Context, info sink.Info, parts []sink
 	snap := sink.Snapshot{CaptureInstance: info.CaptureInstance, LSN: info.LSN, CommitTS: time.UnixMicro(info.CommitTS.UnixMicro()).UTC(), Rows: rows}
 	var existing sink.Snapshot
 	um, _ := json.Marshal(sink.NewUserMetadata(info))
-	v, err := t.commit(ctx, func(s *State, v int64) ([]Action, error) {
+	v, err := t.commit(ctx, func(s *deltalog.State, v int64) ([]deltalog.Action, error) {
 		sn, ok, err := t.newestSnapshot(ctx, s, info.CaptureInstance)
 		if err != nil {
 			return nil, err
@@ -294,11 +295,11 @@ func (t *Table) CommitSnapshot(ctx context.Context, info sink.Info, parts []sink
 		if err := t.checkLayout(s, info.Schema, adds); err != nil {
 			return nil, err
 		}
-		acts := []Action{{CommitInfo: commitInfo("WRITE", string(um), map[string]any{"mode": "Append"})}}
+		acts := []deltalog.Action{{CommitInfo: commitInfo("WRITE", string(um), map[string]any{"mode": "Append"})}}
 		acts = append(acts, head...)
-		acts = append(acts, Action{Txn: &Txn{AppID: snapshotAppID(info, rows), Version: v, LastUpdated: time.Now().UnixMilli()}})
+		acts = append(acts, deltalog.Action{Txn: &deltalog.Txn{AppID: snapshotAppID(info, rows), Version: v, LastUpdated: time.Now().UnixMilli()}})
 		for i := range adds {
-			acts = append(acts, Action{Add: &adds[i]})
+			acts = append(acts, deltalog.Action{Add: &adds[i]})
 		}
 		return acts, nil
 	})
@@ -314,7 +315,7 @@ func (t *Table) CommitSnapshot(ctx context.Context, info sink.Info, parts []sink
 	return snap, nil
 }
 
-func validateParts(info sink.Info, parts []sink.Part) ([]AddFile, int64, error) {
+func validateParts(info sink.Info, parts []sink.Part) ([]deltalog.AddFile, int64, error) {
 	adds, rows, seen, err := partAdds(info, parts)
 	if err != nil {
 		return nil, 0, err
@@ -330,9 +331,9 @@ func validateParts(info sink.Info, parts []sink.Part) ([]AddFile, int64, error) 
 // partAdds checks each part (of info.PlanID, given once, its add actions
 // well formed and matching its rows and bytes) and returns every add
 // action, the rows, and the partitions seen.
-func partAdds(info sink.Info, parts []sink.Part) ([]AddFile, int64, map[int]bool, error) {
+func partAdds(info sink.Info, parts []sink.Part) ([]deltalog.AddFile, int64, map[int]bool, error) {
 	seen := map[int]bool{}
-	var adds []AddFile
+	var adds []deltalog.AddFile
 	var rows int64
 	for _, p := range parts {
 		if p.PlanID != info.PlanID {
@@ -342,7 +343,7 @@ func partAdds(info sink.Info, parts []sink.Part) ([]AddFile, int64, map[int]bool
 			return nil, 0, nil, &PartsError{Partition: p.Partition, Reason: "given twice"}
 		}
 		seen[p.Partition] = true
-		var pa []AddFile
+		var pa []deltalog.AddFile
 		if err := json.Unmarshal(p.Data, &pa); err != nil {
 			return nil, 0, nil, &PartsError{Partition: p.Partition, Reason: fmt.Sprintf("Data is not this sink's add actions: %v", err)}
 		}
@@ -358,7 +359,7 @@ func partAdds(info sink.Info, parts []sink.Part) ([]AddFile, int64, map[int]bool
 			r += st.NumRecords
 			b += a.Size
 			if a.PartitionValues == nil {
-				a.PartitionValues = StringMap{}
+				a.PartitionValues = deltalog.StringMap{}
 			}
 			adds = append(adds, a)
 		}
@@ -394,7 +395,7 @@ func (t *Table) AppendChanges(ctx context.Context, captureInstance string, batch
 	if err := t.checkSchema(s, schema); err != nil {
 		return 0, err
 	}
-	if _, err := SchemaFromArrow(schema); err != nil {
+	if _, err := deltalog.SchemaFromArrow(schema); err != nil {
 		return 0, err
 	}
 	adds, rows, err := t.writeRecords(ctx, schema, 0, rr, false)
@@ -402,7 +403,7 @@ func (t *Table) AppendChanges(ctx context.Context, captureInstance string, batch
 		return 0, fmt.Errorf("delta: appending changes of %q: %w", captureInstance, err)
 	}
 	um, _ := json.Marshal(map[string]any{"changes": captureInstance, "batch_id": batchID})
-	v, err := t.commit(ctx, func(s *State, v int64) ([]Action, error) {
+	v, err := t.commit(ctx, func(s *deltalog.State, v int64) ([]deltalog.Action, error) {
 		if last, ok, err := t.lastBatch(ctx, s, captureInstance); err != nil {
 			return nil, err
 		} else if ok && last >= batchID {
@@ -415,11 +416,11 @@ func (t *Table) AppendChanges(ctx context.Context, captureInstance string, batch
 		if err := t.checkLayout(s, schema, adds); err != nil {
 			return nil, err
 		}
-		acts := []Action{{CommitInfo: commitInfo("WRITE", string(um), map[string]any{"mode": "Append"})}}
+		acts := []deltalog.Action{{CommitInfo: commitInfo("WRITE", string(um), map[string]any{"mode": "Append"})}}
 		acts = append(acts, head...)
-		acts = append(acts, Action{Txn: &Txn{AppID: appID, Version: batchID, LastUpdated: time.Now().UnixMilli()}})
+		acts = append(acts, deltalog.Action{Txn: &deltalog.Txn{AppID: appID, Version: batchID, LastUpdated: time.Now().UnixMilli()}})
 		for i := range adds {
-			acts = append(acts, Action{Add: &adds[i]})
+			acts = append(acts, deltalog.Action{Add: &adds[i]})
 		}
 		return acts, nil
 	})
@@ -442,11 +443,11 @@ func (t *Table) AppendChanges(ctx context.Context, captureInstance string, batch
 // adds with the new high water mark (rowTracking), and the commitInfo's
 // inCommitTimestamp, one millisecond past the previous commit's at least
 // (inCommitTimestamp).
-func (t *Table) honourFeatures(ctx context.Context, s *State, v int64, acts []Action) ([]Action, error) {
+func (t *Table) honourFeatures(ctx context.Context, s *deltalog.State, v int64, acts []deltalog.Action) ([]deltalog.Action, error) {
 	created := s.Version < 0
 	if created {
 		// The creating commit honours the features it turns on.
-		s = EmptyState()
+		s = deltalog.EmptyState()
 		for i := range acts {
 			if acts[i].Protocol != nil || acts[i].MetaData != nil {
 				if err := s.Apply(&acts[i]); err != nil {
@@ -458,7 +459,7 @@ func (t *Table) honourFeatures(ctx context.Context, s *State, v int64, acts []Ac
 			return acts, nil
 		}
 	}
-	if RowTracking(s) {
+	if deltalog.RowTracking(s) {
 		hwm, err := s.RowIDHighWaterMark()
 		if err != nil {
 			return nil, err
@@ -480,11 +481,11 @@ func (t *Table) honourFeatures(ctx context.Context, s *State, v int64, acts []Ac
 		}
 		if added {
 			conf, _ := json.Marshal(map[string]int64{"rowIdHighWaterMark": hwm})
-			dm, _ := json.Marshal(DomainMetadata{Domain: RowTrackingDomain, Configuration: string(conf)})
-			acts = append(acts, Action{DomainMetadata: dm})
+			dm, _ := json.Marshal(deltalog.DomainMetadata{Domain: deltalog.RowTrackingDomain, Configuration: string(conf)})
+			acts = append(acts, deltalog.Action{DomainMetadata: dm})
 		}
 	}
-	if InCommitTimestamps(s) {
+	if deltalog.InCommitTimestamps(s) {
 		if len(acts) == 0 || acts[0].CommitInfo == nil {
 			return nil, fmt.Errorf("delta: commit %d: in-commit timestamps need the commitInfo first", v)
 		}
@@ -539,7 +540,7 @@ func commitInfo(op, userMetadata string, params map[string]any) json.RawMessage 
 		"operationParameters": params,
 		"isBlindAppend":       true,
 		"engineInfo":          "cdcsnap",
-		"txnId":               newUUID(),
+		"txnId":               deltalog.NewUUID(),
 	}
 	if userMetadata != "" {
 		ci["userMetadata"] = userMetadata
@@ -550,21 +551,21 @@ func commitInfo(op, userMetadata string, params map[string]any) json.RawMessage 
 
 // schemaActions returns protocol and metaData for a new table, metaData
 // for a table the records add columns to, or nothing.
-func (t *Table) schemaActions(s *State, schema *arrow.Schema) ([]Action, error) {
+func (t *Table) schemaActions(s *deltalog.State, schema *arrow.Schema) ([]deltalog.Action, error) {
 	if s.Version < 0 {
-		ds, err := SchemaFromArrow(schema)
+		ds, err := deltalog.SchemaFromArrow(schema)
 		if err != nil {
 			return nil, err
 		}
 		if err := t.opts.Create.validate(); err != nil {
 			return nil, err
 		}
-		return t.opts.Create.createActions(ds, newUUID(), time.Now().UnixMilli())
+		return t.opts.Create.createActions(ds, deltalog.NewUUID(), time.Now().UnixMilli())
 	}
 	if err := t.checkSchema(s, schema); err != nil {
 		return nil, err
 	}
-	ns, changed, err := Evolve(s.Schema, schema)
+	ns, changed, err := deltalog.Evolve(s.Schema, schema)
 	if err != nil || !changed {
 		return nil, err
 	}
@@ -574,23 +575,23 @@ func (t *Table) schemaActions(s *State, schema *arrow.Schema) ([]Action, error) 
 		md.PartitionColumns = []string{}
 	}
 	if md.Configuration == nil {
-		md.Configuration = StringMap{}
+		md.Configuration = deltalog.StringMap{}
 	}
 	if md.Format.Options == nil {
-		md.Format.Options = StringMap{}
+		md.Format.Options = deltalog.StringMap{}
 	}
 	added := []string{}
 	for _, f := range ns.Fields[len(s.Schema.Fields):] {
 		added = append(added, f.Name)
 	}
 	t.log.Info("adding columns to the table schema", "columns", added)
-	return []Action{{MetaData: &md}}, nil
+	return []deltalog.Action{{MetaData: &md}}, nil
 }
 
 // commit writes one commit at the next version, put-if-absent, retrying
 // at the next version after a conflict. prepare builds the actions from
 // the state the commit follows; its error stops the loop.
-func (t *Table) commit(ctx context.Context, prepare func(s *State, v int64) ([]Action, error)) (int64, error) {
+func (t *Table) commit(ctx context.Context, prepare func(s *deltalog.State, v int64) ([]deltalog.Action, error)) (int64, error) {
 	for attempt := 0; attempt < maxCommitAttempts; attempt++ {
 		s, err := t.current(ctx)
 		if err != nil {
@@ -616,8 +617,8 @@ func (t *Table) commit(ctx context.Context, prepare func(s *State, v int64) ([]A
 			buf.Write(b)
 			buf.WriteByte('\n')
 		}
-		err = t.dlog.PutIfAbsent(ctx, CommitKey(v), buf.Bytes())
-		if errors.Is(err, ErrConflict) {
+		err = t.dlog.PutIfAbsent(ctx, deltalog.CommitKey(v), buf.Bytes())
+		if errors.Is(err, deltalog.ErrConflict) {
 			t.log.Debug("commit conflict, re-reading the log", "version", v, "attempt", attempt)
 			continue
 		}
@@ -646,7 +647,7 @@ func (t *Table) commit(ctx context.Context, prepare func(s *State, v int64) ([]A
 // with "_" (a column like _capture_instance) or hold "..".
 func dataPath(key string) bool {
 	if key == "" || strings.HasPrefix(key, "/") || strings.Contains(key, "://") ||
-		strings.HasPrefix(key, LogDir) || strings.HasPrefix(key, "_cdcsnap/") {
+		strings.HasPrefix(key, deltalog.LogDir) || strings.HasPrefix(key, "_cdcsnap/") {
 		return false
 	}
 	for _, seg := range strings.Split(key, "/") {
@@ -659,23 +660,23 @@ func dataPath(key string) bool {
 
 // checkWrite refuses, naming each, the table features and constraints
 // this package cannot honour when it appends (see features.go).
-func (t *Table) checkWrite(s *State) error {
+func (t *Table) checkWrite(s *deltalog.State) error {
 	if s.Version < 0 {
 		return nil
 	}
-	p := FeatureProblems(s)
+	p := deltalog.FeatureProblems(s)
 	if _, err := partitionColumns(s); err != nil {
 		p = append(p, "partitionColumns ("+err.Error()+")")
 	}
 	if len(p) > 0 {
-		return &UnsupportedProtocolError{Table: t.url, Feature: strings.Join(p, ", "), Write: true}
+		return &deltalog.UnsupportedProtocolError{Table: t.url, Feature: strings.Join(p, ", "), Write: true}
 	}
 	return nil
 }
 
 // checkRecordTxn refuses a snapshot record that does not parse: ignoring
 // it would hide a snapshot, and a rerun would take a second one.
-func checkRecordTxn(tx Txn) error {
+func checkRecordTxn(tx deltalog.Txn) error {
 	if strings.HasPrefix(tx.AppID, snapshotAppPrefix) {
 		if _, ok := parseSnapshotTxn(tx); !ok {
 			return fmt.Errorf("snapshot record %q does not parse", tx.AppID)
@@ -687,8 +688,8 @@ func checkRecordTxn(tx Txn) error {
 // checkSnapshotRows refuses a commit whose snapshot record counts other
 // rows than its added files hold: a commit file cut short on a store
 // without atomic writes. Files without stats are not counted (nor checked).
-func checkSnapshotRows(acts []Action) error {
-	var rec *Txn
+func checkSnapshotRows(acts []deltalog.Action) error {
+	var rec *deltalog.Txn
 	var rows int64
 	for i := range acts {
 		switch a := &acts[i]; {

@@ -121,7 +121,7 @@ func TestConstantColumns(t *testing.T) {
 				}
 			}
 
-			files, _ := tb.Files(ctx)
+			files, _ := tb.files(ctx)
 			for _, f := range files {
 				st, err := f.ParseStats()
 				if err != nil {

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/cdcsnap/cdcsnap/internal/deltalog"
 )
 
 // CreateOptions shape a table this package creates (its first write);
@@ -83,8 +85,8 @@ func (o CreateOptions) validate() error {
 
 // createActions are the protocol and metaData of a new table of schema
 // ds, as o asks.
-func (o CreateOptions) createActions(ds Schema, id string, now int64) ([]Action, error) {
-	conf := StringMap{}
+func (o CreateOptions) createActions(ds deltalog.Schema, id string, now int64) ([]deltalog.Action, error) {
+	conf := deltalog.StringMap{}
 	maps.Copy(conf, o.Properties)
 	features := slices.Clone(o.Features)
 	has := func(f string) bool { return slices.Contains(features, f) }
@@ -104,8 +106,8 @@ func (o CreateOptions) createActions(ds Schema, id string, now int64) ([]Action,
 			conf["delta.enableInCommitTimestamps"] = "true"
 		case "rowTracking":
 			conf["delta.enableRowTracking"] = "true"
-			conf["delta.rowTracking.materializedRowIdColumnName"] = "_row-id-col-" + newUUID()
-			conf["delta.rowTracking.materializedRowCommitVersionColumnName"] = "_row-commit-version-col-" + newUUID()
+			conf["delta.rowTracking.materializedRowIdColumnName"] = "_row-id-col-" + deltalog.NewUUID()
+			conf["delta.rowTracking.materializedRowCommitVersionColumnName"] = "_row-commit-version-col-" + deltalog.NewUUID()
 		case "changeDataFeed":
 			conf["delta.enableChangeDataFeed"] = "true"
 		case "appendOnly":
@@ -131,12 +133,12 @@ func (o CreateOptions) createActions(ds Schema, id string, now int64) ([]Action,
 			found = found || f.Name == c
 		}
 		if !found {
-			return nil, &SchemaError{Column: c, Reason: "CreateOptions.PartitionBy names a column the records do not have"}
+			return nil, &deltalog.SchemaError{Column: c, Reason: "CreateOptions.PartitionBy names a column the records do not have"}
 		}
 	}
-	p := &Protocol{MinReaderVersion: 1, MinWriterVersion: 2}
+	p := &deltalog.Protocol{MinReaderVersion: 1, MinWriterVersion: 2}
 	if len(features) > 0 {
-		p = &Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{}, WriterFeatures: []string{"appendOnly", "invariants"}}
+		p = &deltalog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{}, WriterFeatures: []string{"appendOnly", "invariants"}}
 		for _, f := range features {
 			if featureKinds[f] && !slices.Contains(p.ReaderFeatures, f) {
 				p.ReaderFeatures = append(p.ReaderFeatures, f)
@@ -148,21 +150,21 @@ func (o CreateOptions) createActions(ds Schema, id string, now int64) ([]Action,
 		sort.Strings(p.ReaderFeatures)
 		sort.Strings(p.WriterFeatures)
 	}
-	return []Action{
+	return []deltalog.Action{
 		{Protocol: p},
-		{MetaData: &MetaData{ID: id, Format: Format{Provider: "parquet", Options: StringMap{}}, SchemaString: ds.String(),
+		{MetaData: &deltalog.MetaData{ID: id, Format: deltalog.Format{Provider: "parquet", Options: deltalog.StringMap{}}, SchemaString: ds.String(),
 			PartitionColumns: append([]string{}, o.PartitionBy...), Configuration: conf, CreatedTime: &now}},
 	}, nil
 }
 
 // created is the state the table of schema will have once its first
 // commit lands, for the data files written before that commit.
-func (o CreateOptions) created(schema Schema) (*State, error) {
+func (o CreateOptions) created(schema deltalog.Schema) (*deltalog.State, error) {
 	acts, err := o.createActions(schema, "", 0)
 	if err != nil {
 		return nil, err
 	}
-	s := EmptyState()
+	s := deltalog.EmptyState()
 	for i := range acts {
 		if err := s.Apply(&acts[i]); err != nil {
 			return nil, err

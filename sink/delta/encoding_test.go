@@ -13,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
+
+	"github.com/cdcsnap/cdcsnap/internal/deltalog"
 )
 
 // TestParquetEncoding: snappy everywhere, dictionary pages on the bronze
@@ -28,7 +30,7 @@ func TestParquetEncoding(t *testing.T) {
 	if _, err := takeSnapshot(ctx, t, tb, info, 1, 2000); err != nil {
 		t.Fatal(err)
 	}
-	files, _ := tb.Files(ctx)
+	files, _ := tb.files(ctx)
 	pf, err := file.OpenParquetFile(filepath.Join(dir, files[0].Path), false)
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +70,7 @@ func TestParquetEncoding(t *testing.T) {
 // DELTA_BINARY_PACKED pages, so reader tests can show they read some.
 func deltaEncoded(t *testing.T, tb *Table, dir string) map[string]bool {
 	t.Helper()
-	files, err := tb.Files(context.Background())
+	files, err := tb.files(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,12 +107,12 @@ func TestRefusesForeignSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	tb := openLocal(t, dir, Options{})
-	if _, err := tb.Files(ctx); err != nil {
+	if _, err := tb.files(ctx); err != nil {
 		t.Fatal(err)
 	}
 	schema := bronze(t, capturedSchema())
 	rr, _ := array.NewRecordReader(schema, nil)
-	var se *SchemaError
+	var se *deltalog.SchemaError
 	if _, err := tb.AppendChanges(ctx, "x", 1, rr); !errors.As(err, &se) {
 		t.Fatalf("append bronze rows to a foreign partitioned table: %v", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 
+	"github.com/cdcsnap/cdcsnap/internal/deltalog"
 	"github.com/cdcsnap/cdcsnap/internal/testenv"
 	"github.com/cdcsnap/cdcsnap/sink"
 )
@@ -25,10 +26,10 @@ import (
 // featureTable writes version 0 of a table created elsewhere: protocol,
 // metaData (the bronze schema of capturedSchema, with column metadata and
 // table properties) and a commitInfo carrying an in-commit timestamp.
-func featureTable(t *testing.T, protocol Protocol, conf map[string]string, colMeta map[string]map[string]any, partitionBy ...string) string {
+func featureTable(t *testing.T, protocol deltalog.Protocol, conf map[string]string, colMeta map[string]map[string]any, partitionBy ...string) string {
 	t.Helper()
 	dir := t.TempDir()
-	sc, err := SchemaFromArrow(bronze(t, capturedSchema()))
+	sc, err := deltalog.SchemaFromArrow(bronze(t, capturedSchema()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func featureTable(t *testing.T, protocol Protocol, conf map[string]string, colMe
 	if err := os.MkdirAll(filepath.Join(dir, "_delta_log"), 0o777); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "_delta_log", CommitKey(0)[len(LogDir):]), []byte(b.String()), 0o666); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "_delta_log", deltalog.CommitKey(0)[len(deltalog.LogDir):]), []byte(b.String()), 0o666); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -71,7 +72,7 @@ func featureTable(t *testing.T, protocol Protocol, conf map[string]string, colMe
 // (the table's first is in 2100, past the clock).
 func TestAppendHonoursFeatures(t *testing.T) {
 	ctx := context.Background()
-	dir := featureTable(t, Protocol{MinReaderVersion: 3, MinWriterVersion: 7,
+	dir := featureTable(t, deltalog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7,
 		ReaderFeatures: []string{"deletionVectors", "timestampNtz", "vacuumProtocolCheck"},
 		WriterFeatures: []string{"appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns", "identityColumns",
 			"deletionVectors", "timestampNtz", "domainMetadata", "rowTracking", "inCommitTimestamp", "vacuumProtocolCheck", "v2Checkpoint"}},
@@ -111,7 +112,7 @@ func TestAppendHonoursFeatures(t *testing.T) {
 			t.Fatalf("version %d: first action %s, in-commit timestamp %d after %d", ver, acts[0].CommitInfo, ci.ICT, prevICT)
 		}
 		prevICT = ci.ICT
-		var domain *DomainMetadata
+		var domain *deltalog.DomainMetadata
 		for _, a := range acts {
 			if a.Add != nil {
 				st, _ := a.Add.ParseStats()
@@ -121,13 +122,13 @@ func TestAppendHonoursFeatures(t *testing.T) {
 				hwm += st.NumRecords
 			}
 			if a.DomainMetadata != nil {
-				domain = &DomainMetadata{}
+				domain = &deltalog.DomainMetadata{}
 				if err := json.Unmarshal(a.DomainMetadata, domain); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
-		if ver > 0 && (domain == nil || domain.Domain != RowTrackingDomain || domain.Configuration != fmt.Sprintf(`{"rowIdHighWaterMark":%d}`, hwm)) {
+		if ver > 0 && (domain == nil || domain.Domain != deltalog.RowTrackingDomain || domain.Configuration != fmt.Sprintf(`{"rowIdHighWaterMark":%d}`, hwm)) {
 			t.Fatalf("version %d: domain %+v, want the high water mark %d", ver, domain, hwm)
 		}
 	}
@@ -142,28 +143,28 @@ func TestAppendHonoursFeatures(t *testing.T) {
 func TestRefusesFeaturesItCannotHonour(t *testing.T) {
 	ctx := context.Background()
 	schema := bronze(t, capturedSchema())
-	v7 := func(fs ...string) Protocol {
-		return Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{}, WriterFeatures: fs}
+	v7 := func(fs ...string) deltalog.Protocol {
+		return deltalog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{}, WriterFeatures: fs}
 	}
 	for _, tc := range []struct {
 		name     string
-		protocol Protocol
+		protocol deltalog.Protocol
 		conf     map[string]string
 		colMeta  map[string]map[string]any
 		want     string
 	}{
 		{"check constraint", v7("checkConstraints"), map[string]string{"delta.constraints.positive_qty": "qty > 0"}, nil, "checkConstraints (positive_qty: qty > 0)"},
-		{"legacy writer 3", Protocol{MinReaderVersion: 1, MinWriterVersion: 3}, map[string]string{"delta.constraints.c1": "id IS NOT NULL"}, nil, "c1: id IS NOT NULL"},
+		{"legacy writer 3", deltalog.Protocol{MinReaderVersion: 1, MinWriterVersion: 3}, map[string]string{"delta.constraints.c1": "id IS NOT NULL"}, nil, "c1: id IS NOT NULL"},
 		{"invariant", v7("invariants"), nil, map[string]map[string]any{"qty": {"delta.invariants": `{"expression":{"expression":"qty > 0"}}`}}, "invariants (qty:"},
 		{"generated column", v7("generatedColumns"), nil, map[string]map[string]any{"day": {"delta.generationExpression": "CAST(created AS DATE)"}}, "generatedColumns (day AS (CAST(created AS DATE)))"},
-		{"identity column", Protocol{MinReaderVersion: 1, MinWriterVersion: 6}, nil, map[string]map[string]any{"id": {"delta.identity.start": 1, "delta.identity.step": 1}}, "identityColumns (id)"},
+		{"identity column", deltalog.Protocol{MinReaderVersion: 1, MinWriterVersion: 6}, nil, map[string]map[string]any{"id": {"delta.identity.start": 1, "delta.identity.step": 1}}, "identityColumns (id)"},
 		{"unknown feature", v7("deletionVectors", "clustering", "someFutureFeature"), nil, nil, "clustering, someFutureFeature"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := featureTable(t, tc.protocol, tc.conf, tc.colMeta)
 			tb := openLocal(t, dir, Options{})
 			err := tb.CheckSnapshot(ctx, "dbo_Orders", schema)
-			var ue *UnsupportedProtocolError
+			var ue *deltalog.UnsupportedProtocolError
 			if !errors.As(err, &ue) || !ue.Write || !strings.Contains(ue.Feature, tc.want) {
 				t.Fatalf("CheckSnapshot = %v; want a write refusal naming %q", err, tc.want)
 			}
@@ -186,10 +187,10 @@ func TestRefusesFeaturesItCannotHonour(t *testing.T) {
 // stats carry no zone, and the values read back unchanged.
 func TestTimestampNtzColumn(t *testing.T) {
 	ctx := context.Background()
-	dir := featureTable(t, Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"timestampNtz"}, WriterFeatures: []string{"timestampNtz"}}, nil, nil)
+	dir := featureTable(t, deltalog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"timestampNtz"}, WriterFeatures: []string{"timestampNtz"}}, nil, nil)
 	// Make created a timestamp_ntz column, as Spark's CREATE TABLE with
 	// TIMESTAMP_NTZ does.
-	key := filepath.Join(dir, "_delta_log", CommitKey(0)[len(LogDir):])
+	key := filepath.Join(dir, "_delta_log", deltalog.CommitKey(0)[len(deltalog.LogDir):])
 	b, err := os.ReadFile(key)
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +207,7 @@ func TestTimestampNtzColumn(t *testing.T) {
 	if _, err := takeSnapshot(ctx, t, tb, snapshotInfo(t, schema, "dbo_Orders", "0x0000002A000000100001"), 1, 20); err != nil {
 		t.Fatal(err)
 	}
-	files, err := tb.Files(ctx)
+	files, err := tb.files(ctx)
 	if err != nil || len(files) != 1 {
 		t.Fatalf("files %v, %v", files, err)
 	}
@@ -256,7 +257,7 @@ func TestColumnMapping(t *testing.T) {
 			for i, f := range schema.Fields() {
 				meta[f.Name] = map[string]any{"delta.columnMapping.id": i + 1, "delta.columnMapping.physicalName": fmt.Sprintf("col-%02d-%s", i+1, mode)}
 			}
-			dir := featureTable(t, Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"columnMapping"}, WriterFeatures: []string{"columnMapping"}},
+			dir := featureTable(t, deltalog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"columnMapping"}, WriterFeatures: []string{"columnMapping"}},
 				map[string]string{"delta.columnMapping.mode": mode, "delta.columnMapping.maxColumnId": fmt.Sprint(schema.NumFields())}, meta)
 			tb := openLocal(t, dir, Options{})
 			if _, err := takeSnapshot(ctx, t, tb, snapshotInfo(t, schema, "dbo_Orders", "0x0000002A000000100001"), 2, 30); err != nil {
@@ -265,7 +266,7 @@ func TestColumnMapping(t *testing.T) {
 			if _, err := tb.AppendChanges(ctx, "dbo_Orders", 1, changeRows(t, schema, "dbo_Orders", 1, 100, 5)); err != nil {
 				t.Fatal(err)
 			}
-			files, err := tb.Files(ctx)
+			files, err := tb.files(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -304,7 +305,7 @@ func TestColumnMapping(t *testing.T) {
 				t.Fatalf("replayed batch 1: version %d (was %d), %v", got, v, err)
 			}
 			wider, _ := sink.BronzeSchema(arrow.NewSchema(append(capturedSchema().Fields(), arrow.Field{Name: "added", Type: arrow.PrimitiveTypes.Int64, Nullable: true}), nil))
-			var se *SchemaError
+			var se *deltalog.SchemaError
 			if err := tb.CheckSnapshot(ctx, "dbo_Orders", wider); !errors.As(err, &se) || !strings.Contains(se.Column, "added") {
 				t.Fatalf("a new column on a mapped table: %v", err)
 			}
@@ -344,7 +345,7 @@ func TestPartitionedTable(t *testing.T) {
 	schema := bronze(t, capturedSchema())
 	for _, by := range [][]string{{"flag", "small"}, {"name"}} {
 		t.Run(strings.Join(by, ","), func(t *testing.T) {
-			dir := featureTable(t, Protocol{MinReaderVersion: 1, MinWriterVersion: 2}, nil, nil, by...)
+			dir := featureTable(t, deltalog.Protocol{MinReaderVersion: 1, MinWriterVersion: 2}, nil, nil, by...)
 			tb := openLocal(t, dir, Options{})
 			if _, err := takeSnapshot(ctx, t, tb, snapshotInfo(t, schema, "dbo_Orders", "0x0000002A000000100001"), 2, 60); err != nil {
 				t.Fatal(err)
@@ -352,7 +353,7 @@ func TestPartitionedTable(t *testing.T) {
 			if _, err := tb.AppendChanges(ctx, "dbo_Orders", 1, changeRows(t, schema, "dbo_Orders", 1, 300, 7)); err != nil {
 				t.Fatal(err)
 			}
-			files, err := tb.Files(ctx)
+			files, err := tb.files(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -435,7 +436,7 @@ func FuzzPartitionValue(f *testing.F) {
 	f.Add("1970-01-01T00:00:00.123456Z", int64(-1), "é=/%")
 	f.Fuzz(func(t *testing.T, s string, n int64, str string) {
 		for _, typ := range []string{"string", "long", "integer", "byte", "boolean", "date", "timestamp", "timestamp_ntz", "decimal(18,4)"} {
-			at, err := ArrowType(typ)
+			at, err := deltalog.ArrowType(typ)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -465,7 +466,7 @@ func FuzzPartitionValue(f *testing.F) {
 				return b.NewArray()
 			}()},
 		} {
-			at, _ := ArrowType(tc.typ)
+			at, _ := deltalog.ArrowType(tc.typ)
 			c := partitionColumn{name: "c", key: "c", typ: tc.typ, arrowTyp: at}
 			v, ok := c.value(tc.arr, 0)
 			back, err := c.column(v, ok, 1)
@@ -512,7 +513,7 @@ func TestCreateOptions(t *testing.T) {
 	if _, err := tb.AppendChanges(ctx, "dbo_Orders", 1, changeRows(t, schema, "dbo_Orders", 1, 300, 6)); err != nil {
 		t.Fatal(err)
 	}
-	p, _ := tb.Protocol(ctx)
+	p, _ := tb.protocol(ctx)
 	if p.MinReaderVersion != 3 || p.MinWriterVersion != 7 || !slices.Contains(p.ReaderFeatures, "columnMapping") || !slices.Contains(p.WriterFeatures, "domainMetadata") {
 		t.Fatalf("protocol %+v", p)
 	}
@@ -535,7 +536,7 @@ func TestCreateOptions(t *testing.T) {
 		t.Fatalf("the creating commit has no inCommitTimestamp: %s", acts[0].CommitInfo)
 	}
 	cm, _ := s.Mapping()
-	files, _ := tb.Files(ctx)
+	files, _ := tb.files(ctx)
 	for _, f := range files {
 		if f.BaseRowID == nil || !strings.HasPrefix(f.Key(), cm.FileName("flag")+"=") {
 			t.Fatalf("file %s: baseRowId %v, partition folder not %s=", f.Key(), f.BaseRowID, cm.FileName("flag"))
@@ -568,7 +569,7 @@ func TestTypeWidening(t *testing.T) {
 	}
 	s, _ := tb.current(ctx)
 	wide := map[string]string{"qty": "long", "small": "integer", "ratio32": "double", "amount": "decimal(22,6)", "day": "timestamp_ntz"}
-	sc := Schema{Fields: slices.Clone(s.Schema.Fields)}
+	sc := deltalog.Schema{Fields: slices.Clone(s.Schema.Fields)}
 	for i, f := range sc.Fields {
 		if w, ok := wide[f.Name]; ok {
 			sc.Fields[i].Type, _ = json.Marshal(w)
@@ -577,18 +578,18 @@ func TestTypeWidening(t *testing.T) {
 	}
 	md := *s.Meta
 	md.SchemaString = sc.String()
-	md.Configuration = StringMap{"delta.enableTypeWidening": "true"}
+	md.Configuration = deltalog.StringMap{"delta.enableTypeWidening": "true"}
 	var b strings.Builder
 	for _, a := range []any{
 		map[string]any{"commitInfo": map[string]any{"operation": "CHANGE COLUMN"}},
-		map[string]any{"protocol": Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"timestampNtz", "typeWidening"}, WriterFeatures: []string{"timestampNtz", "typeWidening"}}},
+		map[string]any{"protocol": deltalog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"timestampNtz", "typeWidening"}, WriterFeatures: []string{"timestampNtz", "typeWidening"}}},
 		map[string]any{"metaData": md},
 	} {
 		j, _ := json.Marshal(a)
 		b.Write(j)
 		b.WriteByte('\n')
 	}
-	if err := os.WriteFile(filepath.Join(dir, "_delta_log", CommitKey(s.Version + 1)[len(LogDir):]), []byte(b.String()), 0o666); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "_delta_log", deltalog.CommitKey(s.Version + 1)[len(deltalog.LogDir):]), []byte(b.String()), 0o666); err != nil {
 		t.Fatal(err)
 	}
 	tb = openLocal(t, dir, Options{})
@@ -603,7 +604,7 @@ func TestTypeWidening(t *testing.T) {
 		t.Fatalf("%d rows, want %d", tbl.NumRows(), want.NumRows())
 	}
 	for name, w := range wide {
-		at, _ := ArrowType(w)
+		at, _ := deltalog.ArrowType(w)
 		col := tbl.Column(tbl.Schema().FieldIndices(name)[0])
 		if !arrow.TypeEqual(col.DataType(), at) {
 			t.Fatalf("%s reads as %s, want %s", name, col.DataType(), at)
@@ -667,14 +668,14 @@ func TestWriterChecks(t *testing.T) {
 		}
 	}
 	schema := bronze(t, capturedSchema())
-	dir := featureTable(t, Protocol{MinReaderVersion: 1, MinWriterVersion: 2}, nil, nil)
-	b, _ := os.ReadFile(filepath.Join(dir, "_delta_log", CommitKey(0)[len(LogDir):]))
+	dir := featureTable(t, deltalog.Protocol{MinReaderVersion: 1, MinWriterVersion: 2}, nil, nil)
+	b, _ := os.ReadFile(filepath.Join(dir, "_delta_log", deltalog.CommitKey(0)[len(deltalog.LogDir):]))
 	b = []byte(strings.Replace(string(b), `{\"name\":\"qty\",\"type\":\"integer\",\"nullable\":true`, `{\"name\":\"qty\",\"type\":\"integer\",\"nullable\":false`, 1))
-	if err := os.WriteFile(filepath.Join(dir, "_delta_log", CommitKey(0)[len(LogDir):]), b, 0o666); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "_delta_log", deltalog.CommitKey(0)[len(deltalog.LogDir):]), b, 0o666); err != nil {
 		t.Fatal(err)
 	}
 	tb := openLocal(t, dir, Options{})
-	var se *SchemaError
+	var se *deltalog.SchemaError
 	if _, err := tb.AppendChanges(ctx, "dbo_Orders", 1, changeRows(t, schema, "dbo_Orders", 1, 0, 10)); !errors.As(err, &se) || se.Column != "qty" {
 		t.Fatalf("NULLs into a NOT NULL column: %v", err)
 	}
@@ -692,9 +693,9 @@ func TestWriterChecks(t *testing.T) {
 	}
 }
 
-func mustSchema(t *testing.T, as *arrow.Schema) Schema {
+func mustSchema(t *testing.T, as *arrow.Schema) deltalog.Schema {
 	t.Helper()
-	s, err := SchemaFromArrow(as)
+	s, err := deltalog.SchemaFromArrow(as)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -733,7 +734,7 @@ func TestCommitRefusesAnotherLayout(t *testing.T) {
 	if _, err := a.CommitSnapshot(ctx, other, []sink.Part{partA}); err == nil || !strings.Contains(err.Error(), "another layout") {
 		t.Fatalf("a plain part committed into a partitioned, mapped table: %v", err)
 	}
-	files, _ := b.Files(ctx)
+	files, _ := b.files(ctx)
 	nulls := 0
 	for _, f := range files {
 		cm, _ := mustState(t, b).Mapping()
@@ -750,7 +751,7 @@ func TestCommitRefusesAnotherLayout(t *testing.T) {
 	}
 }
 
-func mustState(t *testing.T, tb *Table) *State {
+func mustState(t *testing.T, tb *Table) *deltalog.State {
 	t.Helper()
 	s, err := tb.current(context.Background())
 	if err != nil {

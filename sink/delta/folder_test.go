@@ -26,7 +26,7 @@ func TestLocalTableFolderHoldsOnlyTheTable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	files, err := tb.Files(ctx)
+	files, err := tb.files(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package delta
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/cdcsnap/cdcsnap/internal/deltalog"
 	"github.com/cdcsnap/cdcsnap/internal/testenv"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink"
@@ -221,10 +223,10 @@ func sharedTable(t *testing.T, name string) string {
 }
 
 // readFile reads data file f of tb alone, as one record batch.
-func readFile(t *testing.T, tb *Table, schema *arrow.Schema, f AddFile) arrow.RecordBatch {
+func readFile(t *testing.T, tb *Table, schema *arrow.Schema, f deltalog.AddFile) arrow.RecordBatch {
 	t.Helper()
 	one := &Table{url: tb.url, bucket: tb.bucket, log: tb.log}
-	rr := &tableReader{ctx: context.Background(), t: one, files: []AddFile{f}, schema: schema, refs: 1}
+	rr := &tableReader{ctx: context.Background(), t: one, files: []deltalog.AddFile{f}, schema: schema, refs: 1}
 	defer rr.Release()
 	return concat(t, schema, collect(t, rr))
 }
@@ -262,4 +264,42 @@ func concat(t *testing.T, schema *arrow.Schema, recs []arrow.RecordBatch) arrow.
 		cols[i] = a
 	}
 	return array.NewRecordBatch(schema, cols, tbl.NumRows())
+}
+
+// files returns the live add actions ordered by path.
+func (t *Table) files(ctx context.Context) ([]deltalog.AddFile, error) {
+	s, err := t.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.SortedFiles(), nil
+}
+
+// schema returns the table's Delta schema (no fields when the table does
+// not exist).
+func (t *Table) schema(ctx context.Context) (deltalog.Schema, error) {
+	s, err := t.current(ctx)
+	if err != nil {
+		return deltalog.Schema{}, err
+	}
+	return s.Schema, nil
+}
+
+// protocol returns the table's protocol action (nil when the table does
+// not exist).
+func (t *Table) protocol(ctx context.Context) (*deltalog.Protocol, error) {
+	s, err := t.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.Protocol, nil
+}
+
+// txns returns the live txn (SetTransaction) actions by appId.
+func (t *Table) txns(ctx context.Context) (map[string]deltalog.Txn, error) {
+	s, err := t.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return maps.Clone(s.Txns), nil
 }

@@ -155,7 +155,7 @@ func TestInterop(t *testing.T) {
 	if err != nil || got != snap {
 		t.Fatalf("after delta-rs cleanup: %+v, %v; want %+v", got, err, snap)
 	}
-	files, err := fresh.Files(ctx)
+	files, err := fresh.files(ctx)
 	if err != nil || len(files) != ap.Files {
 		t.Fatalf("Go sees %d files (%v), delta-rs %d", len(files), err, ap.Files)
 	}

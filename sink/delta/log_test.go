@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/cdcsnap/cdcsnap/internal/deltalog"
 	"github.com/cdcsnap/cdcsnap/sink"
 )
 
@@ -65,7 +66,7 @@ func TestSnapshotAfterCheckpointsAndCleanup(t *testing.T) {
 			t.Fatalf("no %s in the log: %s", want, names)
 		}
 	}
-	wantFiles, _ := tb.Files(ctx)
+	wantFiles, _ := tb.files(ctx)
 	// Log cleanup: remove every JSON commit before the newest checkpoint.
 	for v := 0; v < 20; v++ {
 		if err := os.Remove(filepath.Join(dir, "_delta_log", fmt.Sprintf("%020d.json", v))); err != nil {
@@ -79,11 +80,11 @@ func TestSnapshotAfterCheckpointsAndCleanup(t *testing.T) {
 		if err != nil || got != snap {
 			t.Fatalf("%s: FindSnapshot = %+v, %v; want %+v", name, got, err, snap)
 		}
-		files, err := fresh.Files(ctx)
+		files, err := fresh.files(ctx)
 		if err != nil || len(files) != len(wantFiles) {
 			t.Fatalf("%s: %d files (%v), want %d", name, len(files), err, len(wantFiles))
 		}
-		txns, _ := fresh.Txns(ctx)
+		txns, _ := fresh.txns(ctx)
 		if txns[changesAppID("dbo_orders")].Version != 24 {
 			t.Fatalf("%s: changes txn = %+v", name, txns)
 		}
@@ -126,7 +127,7 @@ func TestSnapshotAfterCheckpointsAndCleanup(t *testing.T) {
 	// A missing commit with no checkpoint to cover it is an error.
 	os.Remove(filepath.Join(dir, "_delta_log", "00000000000000000024.checkpoint.0000000002.0000000003.parquet"))
 	fresh := openLocal(t, dir, Options{})
-	var ce *CorruptLogError
+	var ce *deltalog.CorruptLogError
 	if _, err := fresh.Version(ctx); !errors.As(err, &ce) {
 		t.Fatalf("incomplete multi-part checkpoint and no commits: %v", err)
 	}
@@ -336,7 +337,7 @@ func TestSchemaEvolution(t *testing.T) {
 	if _, err := tb.AppendChanges(ctx, "dbo_Orders", 1, changeRows(t, old, "dbo_Orders", 1, 0, 4)); err != nil {
 		t.Fatal(err)
 	}
-	sc, _ := tb.Schema(ctx)
+	sc, _ := tb.schema(ctx)
 	if _, _, ok := sc.Field(sink.ColSnapshot); ok {
 		t.Fatal("old table already has _snapshot")
 	}
@@ -344,7 +345,7 @@ func TestSchemaEvolution(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, _ = tb.Schema(ctx)
+	sc, _ = tb.schema(ctx)
 	as, _ := sc.ArrowSchema()
 	if !as.Equal(full) {
 		t.Fatalf("evolved schema:\n%s\nwant\n%s", as, full)
@@ -364,7 +365,7 @@ func TestSchemaEvolution(t *testing.T) {
 	}
 	// The old schema still appends (the new columns are nullable)? No:
 	// records must carry every table column.
-	var se *SchemaError
+	var se *deltalog.SchemaError
 	if _, err := tb.AppendChanges(ctx, "dbo_Orders", 2, changeRows(t, old, "dbo_Orders", 2, 0, 1)); !errors.As(err, &se) || se.Column != sink.ColSnapshot {
 		t.Fatalf("old schema after evolution: %v", err)
 	}
@@ -406,7 +407,7 @@ func TestIncompatibleSchema(t *testing.T) {
 	}
 	for name, tc := range cases {
 		rr, _ := array.NewRecordReader(tc.schema, nil)
-		var se *SchemaError
+		var se *deltalog.SchemaError
 		_, err := tb.AppendChanges(ctx, "dbo_Orders", 2, rr)
 		if !errors.As(err, &se) || se.Column != tc.column {
 			t.Errorf("%s: %v, want a SchemaError naming %s", name, err, tc.column)

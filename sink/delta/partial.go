@@ -15,6 +15,7 @@ import (
 
 	"gocloud.dev/gcerrors"
 
+	"github.com/cdcsnap/cdcsnap/internal/deltalog"
 	"github.com/cdcsnap/cdcsnap/sink"
 )
 
@@ -67,7 +68,7 @@ func (t *Table) OpenPartial(ctx context.Context, info sink.Info, plan json.RawMe
 		return err
 	}
 	err = t.dlog.PutIfAbsent(ctx, key, b)
-	if errors.Is(err, ErrConflict) {
+	if errors.Is(err, deltalog.ErrConflict) {
 		old, err := t.readPartialHead(ctx, info.PlanID)
 		if err != nil {
 			return err
@@ -144,7 +145,7 @@ func (t *Table) RecordPart(ctx context.Context, info sink.Info, part sink.Part) 
 		if err == nil {
 			return part, nil
 		}
-		if !errors.Is(err, ErrConflict) {
+		if !errors.Is(err, deltalog.ErrConflict) {
 			// Another process may have dropped the plan's folder (it
 			// committed) between the check above and this write.
 			if _, herr := t.readPartialHead(ctx, info.PlanID); errors.Is(herr, sink.ErrNotFound) {
@@ -279,7 +280,7 @@ func (t *Table) FindPartial(ctx context.Context, captureInstance string) (sink.P
 
 // missingFile returns the path of the first file of adds that is not in
 // the table's folder with the size its add action records ("" if none).
-func (t *Table) missingFile(ctx context.Context, adds []AddFile) (string, error) {
+func (t *Table) missingFile(ctx context.Context, adds []deltalog.AddFile) (string, error) {
 	for _, a := range adds {
 		attrs, err := t.bucket.Attributes(ctx, a.Key())
 		if gcerrors.Code(err) == gcerrors.NotFound {

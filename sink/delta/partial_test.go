@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/cdcsnap/cdcsnap/internal/deltalog"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/sinktest"
 )
@@ -61,9 +62,9 @@ func writeRecorded(t *testing.T, tb *Table, info sink.Info, i int, from, to int6
 	return got
 }
 
-func partFiles(t *testing.T, p sink.Part) []AddFile {
+func partFiles(t *testing.T, p sink.Part) []deltalog.AddFile {
 	t.Helper()
-	var adds []AddFile
+	var adds []deltalog.AddFile
 	if err := json.Unmarshal(p.Data, &adds); err != nil {
 		t.Fatal(err)
 	}

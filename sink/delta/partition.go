@@ -14,6 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/cdcsnap/cdcsnap/internal/deltalog"
 )
 
 // Partitioned tables (PROTOCOL.md, "Partition Value Serialization" and
@@ -53,7 +55,7 @@ func withoutPartitionColumns(schema *arrow.Schema, cols []partitionColumn) *arro
 
 // partitionColumns returns s's partition columns, refusing types this
 // package does not serialize.
-func partitionColumns(s *State) ([]partitionColumn, error) {
+func partitionColumns(s *deltalog.State) ([]partitionColumn, error) {
 	if s.Meta == nil || len(s.Meta.PartitionColumns) == 0 {
 		return nil, nil
 	}
@@ -63,7 +65,7 @@ func partitionColumns(s *State) ([]partitionColumn, error) {
 	}
 	var out []partitionColumn
 	for _, name := range s.Meta.PartitionColumns {
-		var f *Field
+		var f *deltalog.Field
 		for i := range s.Schema.Fields {
 			if s.Schema.Fields[i].Name == name {
 				f = &s.Schema.Fields[i]
@@ -73,7 +75,7 @@ func partitionColumns(s *State) ([]partitionColumn, error) {
 			return nil, fmt.Errorf("partition column %q is not in the schema", name)
 		}
 		typ := f.TypeName()
-		at, err := ArrowType(typ)
+		at, err := deltalog.ArrowType(typ)
 		if err != nil || typ == "float" || typ == "double" || typ == "binary" {
 			return nil, fmt.Errorf("partition column %q has type %s, which this package does not serialize", name, typ)
 		}
@@ -204,7 +206,7 @@ func hiveEscape(s string) string {
 }
 
 // partitionDir is the folder of a file with these values, ending in "/".
-func partitionDir(cols []partitionColumn, values StringMap) string {
+func partitionDir(cols []partitionColumn, values deltalog.StringMap) string {
 	var b strings.Builder
 	for _, c := range cols {
 		v, ok := values[c.key]
@@ -227,7 +229,7 @@ func logPath(key string) string {
 // splitByPartition groups rec's rows by their partition values (in the
 // order each group first appears) and returns each group's values and its
 // rows without the partition columns, in schema (rec's schema less them).
-func splitByPartition(ctx context.Context, rec arrow.RecordBatch, cols []partitionColumn, schema *arrow.Schema) ([]StringMap, []arrow.RecordBatch, error) {
+func splitByPartition(ctx context.Context, rec arrow.RecordBatch, cols []partitionColumn, schema *arrow.Schema) ([]deltalog.StringMap, []arrow.RecordBatch, error) {
 	idx := make([]int, len(cols))
 	for i, c := range cols {
 		f := rec.Schema().FieldIndices(c.key) // records in the files' names
@@ -237,12 +239,12 @@ func splitByPartition(ctx context.Context, rec arrow.RecordBatch, cols []partiti
 		idx[i] = f[0]
 	}
 	groups := map[string]int{}
-	var values []StringMap
+	var values []deltalog.StringMap
 	var rows [][]int64
 	var key strings.Builder
 	for r := 0; r < int(rec.NumRows()); r++ {
 		key.Reset()
-		vals := StringMap{}
+		vals := deltalog.StringMap{}
 		for i, c := range cols {
 			// NULL is "" (PROTOCOL.md: "An empty string for any type
 			// translates to a null partition value"): every file names every

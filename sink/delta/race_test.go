@@ -147,7 +147,7 @@ func TestMultiProcessRace(t *testing.T) {
 	if err != nil || len(all) != 1 || all[0] != snaps[0] {
 		t.Fatalf("snapshots in the log: %+v, %v", all, err)
 	}
-	txns, _ := tb.Txns(ctx)
+	txns, _ := tb.txns(ctx)
 	for i := 0; i < n; i++ {
 		if txns[changesAppID(fmt.Sprintf("dbo_Other%d", i))].Version != 1 {
 			t.Fatalf("change batch of racer %d missing: %+v", i, txns)

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"gocloud.dev/blob"
 
+	"github.com/cdcsnap/cdcsnap/internal/deltalog"
 	"github.com/cdcsnap/cdcsnap/sink"
 )
 
@@ -35,7 +36,7 @@ func (t *Table) ReadAll(ctx context.Context) (array.RecordReader, error) {
 
 // readable returns the table's current state and its Arrow schema, or an
 // error when the table does not exist.
-func (t *Table) readable(ctx context.Context) (*State, *arrow.Schema, error) {
+func (t *Table) readable(ctx context.Context) (*deltalog.State, *arrow.Schema, error) {
 	s, err := t.current(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -51,14 +52,14 @@ func (t *Table) readable(ctx context.Context) (*State, *arrow.Schema, error) {
 }
 
 // newReader reads files of s in schema (the table's columns, or some).
-func (t *Table) newReader(ctx context.Context, s *State, files []AddFile, schema *arrow.Schema) (*tableReader, error) {
+func (t *Table) newReader(ctx context.Context, s *deltalog.State, files []deltalog.AddFile, schema *arrow.Schema) (*tableReader, error) {
 	cm, err := s.Mapping()
 	if err != nil {
 		return nil, err
 	}
 	parts, err := partitionColumns(s)
 	if err != nil {
-		return nil, &UnsupportedProtocolError{Table: t.url, Feature: "partitionColumns: " + err.Error()}
+		return nil, &deltalog.UnsupportedProtocolError{Table: t.url, Feature: "partitionColumns: " + err.Error()}
 	}
 	return &tableReader{ctx: ctx, t: t, files: files, schema: schema, refs: 1, cm: cm, parts: parts}, nil
 }
@@ -66,7 +67,7 @@ func (t *Table) newReader(ctx context.Context, s *State, files []AddFile, schema
 type tableReader struct {
 	ctx    context.Context
 	t      *Table
-	files  []AddFile
+	files  []deltalog.AddFile
 	schema *arrow.Schema
 	next   int
 	pf     *file.Reader
@@ -80,7 +81,7 @@ type tableReader struct {
 	// be top-level primitive columns).
 	project bool
 	// cm finds the schema's columns in the files (column mapping).
-	cm ColumnMapping
+	cm deltalog.ColumnMapping
 	// parts are the table's partition columns, read from each file's
 	// partition values.
 	parts []partitionColumn
@@ -169,7 +170,7 @@ func (r *tableReader) Next() bool {
 	return false
 }
 
-func (r *tableReader) open(a AddFile) error {
+func (r *tableReader) open(a deltalog.AddFile) error {
 	r.deleted, r.pos = nil, 0
 	if a.DeletionVector != nil {
 		bm, err := a.DeletionVector.Load(r.ctx, r.t.bucket, r.t.url)
@@ -314,7 +315,7 @@ func (t *Table) ReadSnapshotRows(ctx context.Context, captureInstance string) (a
 	}
 	for _, c := range []string{sink.ColCaptureInstance, sink.ColOperation, sink.ColStartLSN} {
 		if len(as.FieldIndices(c)) != 1 {
-			return nil, &SchemaError{Column: c, Reason: "a bronze table needs this column to find a snapshot's rows"}
+			return nil, &deltalog.SchemaError{Column: c, Reason: "a bronze table needs this column to find a snapshot's rows"}
 		}
 	}
 	want := sn.LSN.String()
@@ -322,7 +323,7 @@ func (t *Table) ReadSnapshotRows(ctx context.Context, captureInstance string) (a
 	if err != nil {
 		return nil, err
 	}
-	var files []AddFile
+	var files []deltalog.AddFile
 	for _, f := range s.SortedFiles() {
 		if st, err := f.ParseStats(); err == nil && !mayHold(cm.DisplayStats(st), want) {
 			continue
@@ -367,7 +368,7 @@ func (t *Table) ReadSnapshotRows(ctx context.Context, captureInstance string) (a
 }
 
 // mayHold reports whether a file's stats allow a snapshot row of LSN l.
-func mayHold(st FileStats, l string) bool {
+func mayHold(st deltalog.FileStats, l string) bool {
 	if n, ok := st.NullCount[sink.ColOperation]; ok && n == st.NumRecords {
 		return false
 	}

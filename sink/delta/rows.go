@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/cdcsnap/cdcsnap/internal/deltalog"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink"
 )
@@ -53,8 +54,8 @@ type rowsFacts struct {
 
 type rowsSnap struct {
 	rows     int64
-	commitTS time.Time // zero until a row's _commit_ts is read
-	file     *AddFile  // a file that holds only this snapshot's rows
+	commitTS time.Time         // zero until a row's _commit_ts is read
+	file     *deltalog.AddFile // a file that holds only this snapshot's rows
 }
 
 // newestSnapshot returns the snapshot with the highest LSN: LSNs only grow
@@ -109,7 +110,7 @@ const (
 // judge decides what a file's stats settle for want and ci. For
 // statsExact it also returns the LSN (a snapshot's) and the largest
 // batch id or chunk the stats give.
-func judge(st FileStats, want rowsWant, ci, ciLo, ciHi string) (statsSay, string, int64) {
+func judge(st deltalog.FileStats, want rowsWant, ci, ciLo, ciHi string) (statsSay, string, int64) {
 	nulls := func(col string) (int64, bool) { n, ok := st.NullCount[col]; return n, ok }
 	if n, ok := nulls(sink.ColCaptureInstance); ok && n == st.NumRecords {
 		return statsSkip, "", 0
@@ -166,7 +167,7 @@ func judge(st FileStats, want rowsWant, ci, ciLo, ciHi string) (statsSay, string
 }
 
 // scanRows finds what the rows of s say about capture instance ci.
-func (t *Table) scanRows(ctx context.Context, s *State, ci string, want rowsWant) (*rowsFacts, error) {
+func (t *Table) scanRows(ctx context.Context, s *deltalog.State, ci string, want rowsWant) (*rowsFacts, error) {
 	facts := &rowsFacts{snaps: map[lsn.LSN]*rowsSnap{}, chunks: map[lsn.LSN]int32{}}
 	if s.Version < 0 || len(s.Files) == 0 {
 		return facts, nil
@@ -176,7 +177,7 @@ func (t *Table) scanRows(ctx context.Context, s *State, ci string, want rowsWant
 	if err != nil {
 		return nil, err
 	}
-	var read []AddFile
+	var read []deltalog.AddFile
 	for _, f := range s.SortedFiles() {
 		st, err := f.ParseStats()
 		if err != nil {
@@ -230,7 +231,7 @@ func (t *Table) scanRows(ctx context.Context, s *State, ci string, want rowsWant
 	// its files gives it.
 	if l, sn, ok := facts.newestSnapshot(); ok && sn.commitTS.IsZero() && sn.file != nil {
 		one := &rowsFacts{snaps: map[lsn.LSN]*rowsSnap{}, chunks: map[lsn.LSN]int32{}}
-		if err := t.readFacts(ctx, s, []AddFile{*sn.file}, ci, wantSnapshot, one); err != nil {
+		if err := t.readFacts(ctx, s, []deltalog.AddFile{*sn.file}, ci, wantSnapshot, one); err != nil {
 			return nil, err
 		}
 		if got, ok := one.snaps[l]; ok {
@@ -255,7 +256,7 @@ var factColumns = []string{sink.ColCaptureInstance, sink.ColOperation, sink.ColS
 
 // readFacts reads the metadata columns of files (only those columns) and
 // adds what their rows of ci say to facts.
-func (t *Table) readFacts(ctx context.Context, s *State, files []AddFile, ci string, want rowsWant, facts *rowsFacts) error {
+func (t *Table) readFacts(ctx context.Context, s *deltalog.State, files []deltalog.AddFile, ci string, want rowsWant, facts *rowsFacts) error {
 	as, err := s.Schema.ArrowSchema()
 	if err != nil {
 		return err
@@ -290,7 +291,7 @@ func (t *Table) readFacts(ctx context.Context, s *State, files []AddFile, ci str
 		ops, ok2 := col(rec, sink.ColOperation).(*array.Int32)
 		starts, ok3 := col(rec, sink.ColStartLSN).(*array.String)
 		if !ok1 || !ok2 || !ok3 {
-			return &SchemaError{Column: sink.ColOperation, Reason: "the bronze metadata columns have unexpected types"}
+			return &deltalog.SchemaError{Column: sink.ColOperation, Reason: "the bronze metadata columns have unexpected types"}
 		}
 		snaps, _ := col(rec, sink.ColSnapshot).(*array.String)
 		chunks, _ := col(rec, sink.ColChunk).(*array.Int32)
@@ -346,7 +347,7 @@ func (t *Table) readFacts(ctx context.Context, s *State, files []AddFile, ci str
 
 // snapshotFromRows finds the newest whole snapshot of ci from the rows of
 // s, logging that the txn record was gone.
-func (t *Table) snapshotFromRows(ctx context.Context, s *State, ci string) (sink.Snapshot, bool, error) {
+func (t *Table) snapshotFromRows(ctx context.Context, s *deltalog.State, ci string) (sink.Snapshot, bool, error) {
 	facts, err := t.scanRows(ctx, s, ci, wantSnapshot)
 	if err != nil {
 		return sink.Snapshot{}, false, fmt.Errorf("delta: table %s: finding a snapshot of %q from its rows: %w", t.url, ci, err)
@@ -362,7 +363,7 @@ func (t *Table) snapshotFromRows(ctx context.Context, s *State, ci string) (sink
 
 // lastBatch returns the largest change batch id of ci that the table
 // holds: from its txn record, or from the rows when the record is gone.
-func (t *Table) lastBatch(ctx context.Context, s *State, ci string) (int64, bool, error) {
+func (t *Table) lastBatch(ctx context.Context, s *deltalog.State, ci string) (int64, bool, error) {
 	if tx, ok := s.Txns[changesAppID(ci)]; ok {
 		return tx.Version, true, nil
 	}

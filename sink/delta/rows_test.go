@@ -15,6 +15,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/cdcsnap/cdcsnap/internal/deltalog"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink"
 )
@@ -35,7 +36,7 @@ func expireTxns(t *testing.T, ctx context.Context, dir string) {
 		return // no table yet
 	}
 	c := s.Clone()
-	c.Txns = map[string]Txn{}
+	c.Txns = map[string]deltalog.Txn{}
 	es, err := os.ReadDir(filepath.Join(dir, "_delta_log"))
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +53,7 @@ func expireTxns(t *testing.T, ctx context.Context, dir string) {
 			}
 		}
 	}
-	if txns, err := openLocal(t, dir, Options{}).Txns(ctx); err != nil || len(txns) != 0 {
+	if txns, err := openLocal(t, dir, Options{}).txns(ctx); err != nil || len(txns) != 0 {
 		t.Fatalf("after expiry the table still has txns %v (%v)", txns, err)
 	}
 }
@@ -62,7 +63,7 @@ func expireTxns(t *testing.T, ctx context.Context, dir string) {
 // one commit with dataChange false. stats says what the new files carry:
 // "all", "none" (a writer without stats) or "head" (only the first
 // columns, as delta.dataSkippingNumIndexedCols does: no metadata column).
-func compact(t *testing.T, ctx context.Context, tb *Table, files []AddFile, stats string) {
+func compact(t *testing.T, ctx context.Context, tb *Table, files []deltalog.AddFile, stats string) {
 	t.Helper()
 	s, err := tb.current(ctx)
 	if err != nil {
@@ -101,13 +102,13 @@ func compact(t *testing.T, ctx context.Context, tb *Table, files []AddFile, stat
 			adds[i].Stats = string(b)
 		}
 	}
-	_, err = tb.commit(ctx, func(s *State, v int64) ([]Action, error) {
-		acts := []Action{{CommitInfo: commitInfo("OPTIMIZE", "", nil)}}
+	_, err = tb.commit(ctx, func(s *deltalog.State, v int64) ([]deltalog.Action, error) {
+		acts := []deltalog.Action{{CommitInfo: commitInfo("OPTIMIZE", "", nil)}}
 		for _, f := range files {
-			acts = append(acts, Action{Remove: &RemoveFile{Path: f.Path, DeletionTimestamp: time.Now().UnixMilli(), Size: f.Size}})
+			acts = append(acts, deltalog.Action{Remove: &deltalog.RemoveFile{Path: f.Path, DeletionTimestamp: time.Now().UnixMilli(), Size: f.Size}})
 		}
 		for i := range adds {
-			acts = append(acts, Action{Add: &adds[i]})
+			acts = append(acts, deltalog.Action{Add: &adds[i]})
 		}
 		return acts, nil
 	})
@@ -195,7 +196,7 @@ func TestFoundFromRowsProperty(t *testing.T) {
 				}
 				history = append(history, "expire")
 			default:
-				files, err := tb.Files(ctx)
+				files, err := tb.files(ctx)
 				if err != nil || len(files) < 2 {
 					continue
 				}

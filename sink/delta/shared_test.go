@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cdcsnap/cdcsnap/internal/deltalog"
 	"github.com/cdcsnap/cdcsnap/internal/testenv"
 )
 
@@ -50,11 +51,11 @@ func TestSharedTables(t *testing.T) {
 			tb := openLocal(t, sharedTable(t, tc.name), Options{})
 			v, err := tb.Version(ctx)
 			if tc.refuse != "" {
-				var ue *UnsupportedProtocolError
+				var ue *deltalog.UnsupportedProtocolError
 				if !errors.As(err, &ue) || !strings.Contains(ue.Feature, tc.refuse) {
 					t.Fatalf("Version = %d, %v; want an UnsupportedProtocolError naming %s", v, err, tc.refuse)
 				}
-				if _, err := tb.Files(ctx); !errors.As(err, &ue) {
+				if _, err := tb.files(ctx); !errors.As(err, &ue) {
 					t.Fatalf("Files: %v, want UnsupportedProtocolError", err)
 				}
 				return
@@ -62,7 +63,7 @@ func TestSharedTables(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			files, err := tb.Files(ctx)
+			files, err := tb.files(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,7 +152,7 @@ func TestOracleDeltaRS(t *testing.T) {
 			tb := openLocal(t, sharedTable(t, tc.name), Options{})
 			v, err := tb.Version(ctx)
 			if tc.refuse != "" {
-				var ue *UnsupportedProtocolError
+				var ue *deltalog.UnsupportedProtocolError
 				if !errors.As(err, &ue) {
 					t.Fatalf("Go read version %d (%v) of a table it must refuse; delta-rs: %+v", v, err, w)
 				}
@@ -167,7 +168,7 @@ func TestOracleDeltaRS(t *testing.T) {
 			if v != w.Version {
 				t.Errorf("version %d, delta-rs %d", v, w.Version)
 			}
-			files, _ := tb.Files(ctx)
+			files, _ := tb.files(ctx)
 			var got []string
 			for _, f := range files {
 				p, err := url.PathUnescape(f.Path)
@@ -183,11 +184,11 @@ func TestOracleDeltaRS(t *testing.T) {
 			if readsRows[tc.name] {
 				compareRows(t, tb, w)
 			}
-			p, _ := tb.Protocol(ctx)
+			p, _ := tb.protocol(ctx)
 			if p.MinReaderVersion != w.Protocol.MinReaderVersion || p.MinWriterVersion != w.Protocol.MinWriterVersion {
 				t.Errorf("protocol %+v, delta-rs %+v", p, w.Protocol)
 			}
-			sc, _ := tb.Schema(ctx)
+			sc, _ := tb.schema(ctx)
 			var ws struct {
 				Fields []struct {
 					Name     string          `json:"name"`

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/cdcsnap/cdcsnap/internal/deltalog"
 	"github.com/cdcsnap/cdcsnap/sink"
 )
 
@@ -54,7 +55,7 @@ func TestStatsMatchData(t *testing.T) {
 }
 
 // checkStats checks one file's stats against its rows (rec: the whole file).
-func checkStats(t *testing.T, path string, rec arrow.RecordBatch, st FileStats) {
+func checkStats(t *testing.T, path string, rec arrow.RecordBatch, st deltalog.FileStats) {
 	t.Helper()
 	for i, f := range rec.Schema().Fields() {
 		col := rec.Column(i)
@@ -263,7 +264,7 @@ func TestFilesRollWithinARowGroup(t *testing.T) {
 
 // snapshotFiles writes recs as one partition, commits the snapshot and
 // returns the table's files.
-func snapshotFiles(t *testing.T, tb *Table, info sink.Info, schema *arrow.Schema, recs []arrow.RecordBatch) []AddFile {
+func snapshotFiles(t *testing.T, tb *Table, info sink.Info, schema *arrow.Schema, recs []arrow.RecordBatch) []deltalog.AddFile {
 	t.Helper()
 	ctx := context.Background()
 	part, err := tb.WritePartition(ctx, info, 0, reader(t, schema, recs...))
@@ -273,7 +274,7 @@ func snapshotFiles(t *testing.T, tb *Table, info sink.Info, schema *arrow.Schema
 	if _, err := tb.CommitSnapshot(ctx, info, []sink.Part{part}); err != nil {
 		t.Fatal(err)
 	}
-	files, err := tb.Files(ctx)
+	files, err := tb.files(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/cdcsnap/cdcsnap/internal/deltalog"
 	"github.com/cdcsnap/cdcsnap/sink"
 )
 
@@ -76,10 +77,10 @@ type Table struct {
 	localRoot string // the table's folder for a local table, else ""
 	opts      Options
 	log       *slog.Logger
-	dlog      *Log // the table's transaction log
+	dlog      *deltalog.Log // the table's transaction log
 
 	mu     sync.Mutex
-	cache  *State
+	cache  *deltalog.State
 	closed bool
 }
 
@@ -165,7 +166,7 @@ func newTable(name string, b *blob.Bucket, localRoot string, opts Options) *Tabl
 	}
 	log = log.With("table", name)
 	return &Table{url: name, bucket: b, localRoot: localRoot, opts: opts, log: log,
-		dlog: &Log{URL: name, Bucket: b, LocalRoot: localRoot, Logger: log, CheckTxn: checkRecordTxn, CheckCommit: checkSnapshotRows}}
+		dlog: &deltalog.Log{URL: name, Bucket: b, LocalRoot: localRoot, Logger: log, CheckTxn: checkRecordTxn, CheckCommit: checkSnapshotRows}}
 }
 
 // Close releases the bucket Open opened. The table's methods fail with
@@ -185,7 +186,7 @@ func (t *Table) Close() error {
 
 // current returns the table's latest state, replaying only the commits
 // after the cached one when it can.
-func (t *Table) current(ctx context.Context) (*State, error) {
+func (t *Table) current(ctx context.Context) (*deltalog.State, error) {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -214,53 +215,35 @@ func (t *Table) Version(ctx context.Context) (int64, error) {
 	return s.Version, nil
 }
 
-// Files returns the live data files (add actions) ordered by path.
-func (t *Table) Files(ctx context.Context) ([]AddFile, error) {
+// DataFile is one of the table's live data files.
+type DataFile struct {
+	// Path is the file's path below the table's folder, as the Delta log
+	// holds it (URL-encoded).
+	Path string
+	// Size is the file's size in bytes.
+	Size int64
+}
+
+// Files returns the live data files ordered by path.
+func (t *Table) Files(ctx context.Context) ([]DataFile, error) {
 	s, err := t.current(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return s.SortedFiles(), nil
-}
-
-// Schema returns the table's Delta schema (no fields when the table does
-// not exist).
-func (t *Table) Schema(ctx context.Context) (Schema, error) {
-	s, err := t.current(ctx)
-	if err != nil {
-		return Schema{}, err
-	}
-	return s.Schema, nil
-}
-
-// Protocol returns the table's protocol action (nil when the table does
-// not exist).
-func (t *Table) Protocol(ctx context.Context) (*Protocol, error) {
-	s, err := t.current(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return s.Protocol, nil
-}
-
-// Txns returns the live txn (SetTransaction) actions by appId.
-func (t *Table) Txns(ctx context.Context) (map[string]Txn, error) {
-	s, err := t.current(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]Txn, len(s.Txns))
-	for k, v := range s.Txns {
-		out[k] = v
+	adds := s.SortedFiles()
+	out := make([]DataFile, len(adds))
+	for i, a := range adds {
+		out[i] = DataFile{Path: a.Path, Size: a.Size}
 	}
 	return out, nil
 }
 
-// ArrowSchema is Schema as Arrow (see Schema.ArrowSchema).
+// ArrowSchema returns the Arrow schema the table's rows read back in, as
+// ReadAll returns them (no fields when the table does not exist).
 func (t *Table) ArrowSchema(ctx context.Context) (*arrow.Schema, error) {
-	s, err := t.Schema(ctx)
+	s, err := t.current(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return s.ArrowSchema()
+	return s.Schema.ArrowSchema()
 }

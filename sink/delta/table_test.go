@@ -11,6 +11,7 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/memblob"
 
+	"github.com/cdcsnap/cdcsnap/internal/deltalog"
 	"github.com/cdcsnap/cdcsnap/internal/faultblob"
 )
 
@@ -71,7 +72,7 @@ func TestRefusesStoreWithoutConditionalWrites(t *testing.T) {
 		b := fb.Bucket()
 		tb := OpenBucket(b, "mem://probe", Options{})
 		_, err := takeSnapshot(ctx, t, tb, snapshotInfo(t, schema, "dbo_Orders", "0x0000002A000000100001"), 2, 10)
-		if honours != (err == nil) || !honours && !errors.Is(err, ErrNoConditionalWrites) {
+		if honours != (err == nil) || !honours && !errors.Is(err, deltalog.ErrNoConditionalWrites) {
 			t.Fatalf("honours %v: %v", honours, err)
 		}
 		logs, _ := mem.List(&blob.ListOptions{Prefix: "_delta_log/"}).Next(ctx)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/cdcsnap/cdcsnap/internal/deltalog"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/sink"
 )
@@ -32,7 +33,7 @@ func (t *Table) ReadKeyRange(ctx context.Context, captureInstance string, key []
 	if err != nil {
 		return nil, err
 	}
-	var files []AddFile
+	var files []deltalog.AddFile
 	for _, f := range s.SortedFiles() {
 		if st, err := f.ParseStats(); err == nil && !mayHoldKeys(cm.DisplayStats(st), captureInstance, key, r) {
 			continue
@@ -50,7 +51,7 @@ func (t *Table) ReadKeyRange(ctx context.Context, captureInstance string, key []
 // ones too), a nullCount of 0 or numRecords is exact, any other is no
 // information, string values are cut to a prefix and timestamps truncated
 // to milliseconds.
-func mayHoldKeys(st FileStats, ci string, key []keyrange.Column, r keyrange.Range) bool {
+func mayHoldKeys(st deltalog.FileStats, ci string, key []keyrange.Column, r keyrange.Range) bool {
 	if !mayHoldInstance(st, ci) {
 		return false
 	}
@@ -69,7 +70,7 @@ func mayHoldKeys(st FileStats, ci string, key []keyrange.Column, r keyrange.Rang
 
 // mayHoldInstance reports whether the file may hold a row whose
 // _capture_instance equals ci ignoring case (sink.SameInstance).
-func mayHoldInstance(st FileStats, ci string) bool {
+func mayHoldInstance(st deltalog.FileStats, ci string) bool {
 	if n, ok := st.NullCount[sink.ColCaptureInstance]; ok && n == st.NumRecords && n > 0 {
 		return false
 	}
@@ -128,7 +129,7 @@ type colBounds struct {
 // not order as keyrange orders it stays unknown: binary (no statistics),
 // uniqueidentifier (stored as text, ordered by SQL Server's byte groups),
 // time (text), and float (a writer may round a real's bound in JSON).
-func boundsOf(st FileStats, c keyrange.Column) colBounds {
+func boundsOf(st deltalog.FileStats, c keyrange.Column) colBounds {
 	b := colBounds{mayNull: true}
 	if n, ok := st.NullCount[c.Name]; ok {
 		b.mayNull = n != 0

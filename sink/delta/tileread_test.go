@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/cdcsnap/cdcsnap/internal/deltalog"
 	"github.com/cdcsnap/cdcsnap/internal/testworld"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/sink"
@@ -110,8 +111,8 @@ type pruneFile struct {
 
 // stats builds the file's statistics as some writer might: exact, cut,
 // truncated, or missing in part.
-func (f pruneFile) stats(r *rand.Rand, key []keyrange.Column) FileStats {
-	st := FileStats{NumRecords: int64(len(f.keys)), MinValues: map[string]any{}, MaxValues: map[string]any{}, NullCount: map[string]int64{}}
+func (f pruneFile) stats(r *rand.Rand, key []keyrange.Column) deltalog.FileStats {
+	st := deltalog.FileStats{NumRecords: int64(len(f.keys)), MinValues: map[string]any{}, MaxValues: map[string]any{}, NullCount: map[string]int64{}}
 	type col struct {
 		name   string
 		c      keyrange.Column
@@ -267,7 +268,7 @@ func FuzzStringPrefixPruning(f *testing.F) {
 		case 2:
 			mx = string(runes[:k])
 		}
-		st := FileStats{NumRecords: 1, MinValues: map[string]any{"k": mn}, MaxValues: map[string]any{"k": mx}, NullCount: map[string]int64{"k": 0}}
+		st := deltalog.FileStats{NumRecords: 1, MinValues: map[string]any{"k": mn}, MaxValues: map[string]any{"k": mx}, NullCount: map[string]int64{"k": 0}}
 		rg := keyrange.Range{Lower: keyrange.Tuple{lower}, Upper: keyrange.Tuple{upper}}
 		if how%5 == 0 {
 			rg.Upper = nil

@@ -2,7 +2,6 @@ package delta
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -20,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"gocloud.dev/blob"
 
+	"github.com/cdcsnap/cdcsnap/internal/deltalog"
 	"github.com/cdcsnap/cdcsnap/internal/parquetprops"
 	"github.com/cdcsnap/cdcsnap/internal/pqfile"
 )
@@ -267,21 +267,12 @@ type fileSet struct {
 	constant  bool          // try the constant-column path (writeRecords)
 	consts    *constColumns // nil: batches are written as they come
 	cur       *dataFile
-	done      []AddFile
+	done      []deltalog.AddFile
 	seq       int
 	// dir is the partition folder ("" or "col=value/") and values its
 	// partition values (nil: unpartitioned).
 	dir    string
-	values StringMap
-}
-
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+	values deltalog.StringMap
 }
 
 // writerProps are the Parquet properties of a data file, decided from its
@@ -293,7 +284,7 @@ func (t *Table) writerProps(rec arrow.RecordBatch, mem *bufferPool) *parquet.Wri
 
 func (s *fileSet) open(ctx context.Context) error {
 	s.seq++
-	name := fmt.Sprintf("%spart-%05d-%s-c%03d.snappy.parquet", s.dir, s.partition, newUUID(), s.seq-1)
+	name := fmt.Sprintf("%spart-%05d-%s-c%03d.snappy.parquet", s.dir, s.partition, deltalog.NewUUID(), s.seq-1)
 	wctx, cancel := context.WithCancel(ctx)
 	bw, err := s.t.bucket.NewWriter(wctx, name, &blob.WriterOptions{ContentType: "application/octet-stream"})
 	if err != nil {
@@ -371,7 +362,7 @@ func (s *fileSet) finish() error {
 	if err := f.bw.Close(); err != nil {
 		return fmt.Errorf("delta: closing data file %s: %w", f.name, err)
 	}
-	st := FileStats{NumRecords: f.rows, MinValues: map[string]any{}, MaxValues: map[string]any{}, NullCount: map[string]int64{}}
+	st := deltalog.FileStats{NumRecords: f.rows, MinValues: map[string]any{}, MaxValues: map[string]any{}, NullCount: map[string]int64{}}
 	for i, fld := range s.schema.Fields() {
 		st.NullCount[fld.Name] = f.stats[i].nulls
 		if mn, mx, ok := f.stats[i].minMax(fld.Type); ok {
@@ -383,11 +374,11 @@ func (s *fileSet) finish() error {
 	if err != nil {
 		return fmt.Errorf("delta: stats of %s: %w", f.name, err)
 	}
-	pv := StringMap{}
+	pv := deltalog.StringMap{}
 	for k, v := range s.values {
 		pv[k] = v
 	}
-	s.done = append(s.done, AddFile{
+	s.done = append(s.done, deltalog.AddFile{
 		Path:             logPath(f.name),
 		PartitionValues:  pv,
 		Size:             f.fw.BytesWritten(),
@@ -420,7 +411,7 @@ func (s *fileSet) abort(ctx context.Context) {
 // or chunk), so the constant-column path pays (see constColumns); change
 // rows vary, and a value changing mid-row-group makes pqarrow fall back to
 // plain encoding for that column chunk.
-func (t *Table) writeRecords(ctx context.Context, schema *arrow.Schema, partition int, rr array.RecordReader, constant bool) ([]AddFile, int64, error) {
+func (t *Table) writeRecords(ctx context.Context, schema *arrow.Schema, partition int, rr array.RecordReader, constant bool) ([]deltalog.AddFile, int64, error) {
 	st, err := t.effective(ctx, schema)
 	if err != nil {
 		return nil, 0, err
@@ -436,7 +427,7 @@ func (t *Table) writeRecords(ctx context.Context, schema *arrow.Schema, partitio
 	sets.layout = layoutOf(sets.schema, sets.cols, fileSchema != schema)
 	defer sets.release()
 	var rows int64
-	fail := func(err error) ([]AddFile, int64, error) {
+	fail := func(err error) ([]deltalog.AddFile, int64, error) {
 		sets.abort(ctx)
 		return nil, 0, err
 	}
@@ -493,10 +484,10 @@ type fileSets struct {
 	mem       *bufferPool // every file's Parquet allocator
 }
 
-func (t *Table) newFileSets(st *State, schema *arrow.Schema, partition int, constant bool) (*fileSets, error) {
+func (t *Table) newFileSets(st *deltalog.State, schema *arrow.Schema, partition int, constant bool) (*fileSets, error) {
 	cols, err := partitionColumns(st)
 	if err != nil {
-		return nil, &UnsupportedProtocolError{Table: t.url, Feature: "partitionColumns: " + err.Error(), Write: true}
+		return nil, &deltalog.UnsupportedProtocolError{Table: t.url, Feature: "partitionColumns: " + err.Error(), Write: true}
 	}
 	fs := &fileSets{t: t, schema: schema, partition: partition, constant: constant, cols: cols, byDir: map[string]*fileSet{}, mem: newBufferPool(poolHeldBytes)}
 	if len(cols) > 0 {
@@ -505,7 +496,7 @@ func (t *Table) newFileSets(st *State, schema *arrow.Schema, partition int, cons
 	return fs, nil
 }
 
-func (fs *fileSets) get(dir string, values StringMap) *fileSet {
+func (fs *fileSets) get(dir string, values deltalog.StringMap) *fileSet {
 	s, ok := fs.byDir[dir]
 	if !ok {
 		s = &fileSet{t: fs.t, schema: fs.schema, partition: fs.partition, constant: fs.constant, dir: dir, values: values, mem: fs.mem}
@@ -560,12 +551,12 @@ func (fs *fileSets) abort(ctx context.Context) {
 	}
 }
 
-func (fs *fileSets) done() []AddFile {
-	var out []AddFile
+func (fs *fileSets) done() []deltalog.AddFile {
+	var out []deltalog.AddFile
 	for _, s := range fs.order {
 		for _, a := range s.done {
 			if fs.layout != "" {
-				a.Tags = StringMap{layoutTag: fs.layout}
+				a.Tags = deltalog.StringMap{layoutTag: fs.layout}
 			}
 			out = append(out, a)
 		}
@@ -583,17 +574,17 @@ func (fs *fileSets) release() {
 func schemaMismatch(want, got *arrow.Schema) error {
 	for i, f := range want.Fields() {
 		if i >= got.NumFields() {
-			return &SchemaError{Column: f.Name, Reason: "missing from a record batch"}
+			return &deltalog.SchemaError{Column: f.Name, Reason: "missing from a record batch"}
 		}
 		g := got.Field(i)
 		if g.Name != f.Name || !arrow.TypeEqual(g.Type, f.Type) || g.Nullable != f.Nullable {
-			return &SchemaError{Column: f.Name, Reason: fmt.Sprintf("a record batch has %s %s where the schema has %s %s", g.Name, g.Type, f.Name, f.Type)}
+			return &deltalog.SchemaError{Column: f.Name, Reason: fmt.Sprintf("a record batch has %s %s where the schema has %s %s", g.Name, g.Type, f.Name, f.Type)}
 		}
 	}
 	if got.NumFields() > want.NumFields() {
-		return &SchemaError{Column: got.Field(want.NumFields()).Name, Reason: "a record batch has this extra column"}
+		return &deltalog.SchemaError{Column: got.Field(want.NumFields()).Name, Reason: "a record batch has this extra column"}
 	}
-	return &SchemaError{Column: "?", Reason: "a record batch's schema differs (metadata)"}
+	return &deltalog.SchemaError{Column: "?", Reason: "a record batch's schema differs (metadata)"}
 }
 
 // fileSchemaOf returns the schema the records' data files are written in
@@ -604,7 +595,7 @@ func schemaMismatch(want, got *arrow.Schema) error {
 // isAdjustedToUTC false, as the protocol asks; the values are the same
 // microseconds: SQL Server's datetime2 and datetime are wall-clock values,
 // which the bronze schema labels UTC.
-func fileSchemaOf(st *State, schema *arrow.Schema) (*arrow.Schema, []int, error) {
+func fileSchemaOf(st *deltalog.State, schema *arrow.Schema) (*arrow.Schema, []int, error) {
 	cm, err := st.Mapping()
 	if err != nil {
 		return nil, nil, err
@@ -613,11 +604,11 @@ func fileSchemaOf(st *State, schema *arrow.Schema) (*arrow.Schema, []int, error)
 	fields := slices.Clone(schema.Fields())
 	for _, tf := range st.Schema.Fields {
 		for _, i := range schema.FieldIndices(tf.Name) {
-			rt, err := DeltaType(fields[i].Type)
+			rt, err := deltalog.DeltaType(fields[i].Type)
 			if err != nil || rt == tf.TypeName() {
 				continue
 			}
-			if at, err := ArrowType(tf.TypeName()); err == nil && (Widens(rt, tf.TypeName()) || rt == "timestamp" && tf.TypeName() == "timestamp_ntz") {
+			if at, err := deltalog.ArrowType(tf.TypeName()); err == nil && (deltalog.Widens(rt, tf.TypeName()) || rt == "timestamp" && tf.TypeName() == "timestamp_ntz") {
 				fields[i].Type = at
 				idx = append(idx, i)
 			}
@@ -664,12 +655,12 @@ func relabel(ctx context.Context, rec arrow.RecordBatch, schema *arrow.Schema, i
 // effective is the table's state, or, when the table does not exist yet,
 // the state its creating commit will give it (Options.Create) for records
 // in schema: data files are written before that commit.
-func (t *Table) effective(ctx context.Context, schema *arrow.Schema) (*State, error) {
+func (t *Table) effective(ctx context.Context, schema *arrow.Schema) (*deltalog.State, error) {
 	st, err := t.current(ctx)
 	if err != nil || st.Version >= 0 {
 		return st, err
 	}
-	ds, err := SchemaFromArrow(schema)
+	ds, err := deltalog.SchemaFromArrow(schema)
 	if err != nil {
 		return nil, err
 	}
@@ -678,14 +669,14 @@ func (t *Table) effective(ctx context.Context, schema *arrow.Schema) (*State, er
 
 // checkNotNull refuses a record with a NULL in a column the table
 // declares NOT NULL: writers enforce non-nullable columns, as Spark does.
-func checkNotNull(st *State, rec arrow.RecordBatch) error {
+func checkNotNull(st *deltalog.State, rec arrow.RecordBatch) error {
 	for _, f := range st.Schema.Fields {
 		if f.Nullable {
 			continue
 		}
 		for _, i := range rec.Schema().FieldIndices(f.Name) {
 			if n := rec.Column(i).NullN(); n > 0 {
-				return &SchemaError{Column: f.Name, Reason: fmt.Sprintf("the table declares it NOT NULL and %d rows hold NULL (nothing was written)", n)}
+				return &deltalog.SchemaError{Column: f.Name, Reason: fmt.Sprintf("the table declares it NOT NULL and %d rows hold NULL (nothing was written)", n)}
 			}
 		}
 	}
@@ -709,7 +700,7 @@ func layoutOf(dataSchema *arrow.Schema, cols []partitionColumn, relabelled bool)
 	}
 	h := sha256.New()
 	for _, f := range dataSchema.Fields() {
-		id, _ := f.Metadata.GetValue(ParquetFieldID)
+		id, _ := f.Metadata.GetValue(deltalog.ParquetFieldID)
 		fmt.Fprintf(h, "%s\x00%s\x00%s\x00", f.Name, f.Type, id)
 	}
 	for _, c := range cols {
@@ -720,10 +711,10 @@ func layoutOf(dataSchema *arrow.Schema, cols []partitionColumn, relabelled bool)
 
 // checkLayout refuses adds whose layout is not the one the table of s
 // gives records in schema (see layoutTag).
-func (t *Table) checkLayout(s *State, schema *arrow.Schema, adds []AddFile) error {
+func (t *Table) checkLayout(s *deltalog.State, schema *arrow.Schema, adds []deltalog.AddFile) error {
 	st := s
 	if s.Version < 0 {
-		ds, err := SchemaFromArrow(schema)
+		ds, err := deltalog.SchemaFromArrow(schema)
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-package delta
+package deltalog
 
 import (
 	"encoding/json"

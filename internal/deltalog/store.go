@@ -1,7 +1,9 @@
-package delta
+package deltalog
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -127,7 +129,7 @@ func (l *Log) checkConditionalWrites(ctx context.Context) error {
 	if l.condChecked {
 		return nil
 	}
-	key := "_cdcsnap/probe/" + newUUID()
+	key := "_cdcsnap/probe/" + NewUUID()
 	put := func() error {
 		w, err := l.Bucket.NewWriter(ctx, key, &blob.WriterOptions{IfNotExist: true, ContentType: "text/plain"})
 		if err != nil {
@@ -155,4 +157,15 @@ func (l *Log) checkConditionalWrites(ctx context.Context) error {
 	default:
 		return fmt.Errorf("delta: table %s: checking the store's conditional writes (%s): %w", l.URL, key, err)
 	}
+}
+
+// NewUUID returns a random (version 4) UUID in its canonical text form:
+// table ids, data file names, commitInfo txnIds.
+func NewUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }

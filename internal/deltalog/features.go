@@ -1,4 +1,4 @@
-package delta
+package deltalog
 
 import (
 	"fmt"
@@ -14,8 +14,8 @@ import (
 // invariants, 3 checkConstraints, 4 changeDataFeed and generatedColumns,
 // 5 columnMapping, 6 identityColumns.
 //
-// This package only appends (snapshot parts, change batches, chunk
-// waves), so most features ask nothing of it, or something it does:
+// sink/delta only appends (snapshot parts, change batches, chunk waves),
+// so most features ask nothing of it, or something it does:
 //
 //   - appendOnly: it never removes or rewrites a file;
 //   - changeDataFeed: a commit that only adds files needs no cdc files
@@ -28,9 +28,9 @@ import (
 //   - v2Checkpoint: it writes no checkpoint into a table with features;
 //   - timestampNtz: its columns take the records' naive timestamps;
 //   - inCommitTimestamp: each commit's commitInfo, first in the commit,
-//     carries inCommitTimestamp (see commit.go);
+//     carries inCommitTimestamp (sink/delta, commit.go);
 //   - rowTracking: fresh baseRowId and defaultRowCommitVersion on every
-//     add, and the delta.rowTracking high water mark (see commit.go).
+//     add, and the delta.rowTracking high water mark (sink/delta, commit.go).
 //
 // Features that constrain rows are honoured when they constrain nothing
 // here, and refused naming what they would need otherwise: a column with
@@ -50,7 +50,7 @@ var legacyWriterFeatures = [][]string{
 }
 
 // appendableFeatures need nothing of an appending writer, or only what
-// this package does.
+// sink/delta does.
 var appendableFeatures = map[string]bool{
 	"appendOnly": true, "changeDataFeed": true, "deletionVectors": true, "domainMetadata": true,
 	"typeWidening": true, "typeWidening-preview": true, "vacuumProtocolCheck": true, "v2Checkpoint": true,

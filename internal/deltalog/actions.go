@@ -1,4 +1,4 @@
-package delta
+package deltalog
 
 import (
 	"bytes"
@@ -86,9 +86,9 @@ type AddFile struct {
 
 // DomainMetadata is a Delta DomainMetadata action.
 type DomainMetadata struct {
-	Domain        string `json:"domain"`
-	Configuration string `json:"configuration"`
-	Removed       bool   `json:"removed"`
+	Domain        string `json:"domain"`        // the domain's name
+	Configuration string `json:"configuration"` // its configuration, a JSON string
+	Removed       bool   `json:"removed"`       // a tombstone for the domain
 }
 
 // RowTrackingDomain holds the row id high water mark.
@@ -132,11 +132,13 @@ func (a AddFile) ParseStats() (FileStats, error) {
 	return s, nil
 }
 
+// RemoveFile is a Delta remove action: a tombstone of a logical file (a
+// path and its deletion vector). Its fields mean what AddFile's do.
 type RemoveFile struct {
 	Path                 string          `json:"path"`
-	DeletionTimestamp    int64           `json:"deletionTimestamp,omitempty"`
+	DeletionTimestamp    int64           `json:"deletionTimestamp,omitempty"` // milliseconds since the epoch
 	DataChange           bool            `json:"dataChange"`
-	ExtendedFileMetadata bool            `json:"extendedFileMetadata,omitempty"`
+	ExtendedFileMetadata bool            `json:"extendedFileMetadata,omitempty"` // the fields below are present
 	PartitionValues      StringMap       `json:"partitionValues,omitempty"`
 	Size                 int64           `json:"size,omitempty"`
 	DeletionVector       *DeletionVector `json:"deletionVector,omitempty"`
@@ -167,30 +169,34 @@ type Protocol struct {
 	WriterFeatures []string `json:"writerFeatures,omitempty"`
 }
 
+// Format is the data files' format in MetaData: provider "parquet".
 type Format struct {
-	Provider string    `json:"provider"`
-	Options  StringMap `json:"options"`
+	Provider string    `json:"provider"` // "parquet"
+	Options  StringMap `json:"options"`  // the format's options (none)
 }
 
+// MetaData is a Delta metaData action: the table's id, schema, partition
+// columns and properties.
 type MetaData struct {
-	ID               string    `json:"id"`
-	Name             *string   `json:"name,omitempty"`
-	Description      *string   `json:"description,omitempty"`
-	Format           Format    `json:"format"`
-	SchemaString     string    `json:"schemaString"`
-	PartitionColumns []string  `json:"partitionColumns"`
-	Configuration    StringMap `json:"configuration"`
-	CreatedTime      *int64    `json:"createdTime,omitempty"`
+	ID               string    `json:"id"`                    // a UUID
+	Name             *string   `json:"name,omitempty"`        // the table's name, if any
+	Description      *string   `json:"description,omitempty"` // its description, if any
+	Format           Format    `json:"format"`                // the data files' format
+	SchemaString     string    `json:"schemaString"`          // the schema as JSON (ParseSchema)
+	PartitionColumns []string  `json:"partitionColumns"`      // by display name
+	Configuration    StringMap `json:"configuration"`         // the table's properties
+	CreatedTime      *int64    `json:"createdTime,omitempty"` // milliseconds since the epoch
 }
 
 // Action is one line of a commit file (or one row of a checkpoint).
+// One field is set: the action's kind.
 type Action struct {
-	Add        *AddFile        `json:"add,omitempty"`
-	Remove     *RemoveFile     `json:"remove,omitempty"`
-	MetaData   *MetaData       `json:"metaData,omitempty"`
-	Protocol   *Protocol       `json:"protocol,omitempty"`
-	Txn        *Txn            `json:"txn,omitempty"`
-	CommitInfo json.RawMessage `json:"commitInfo,omitempty"`
+	Add        *AddFile        `json:"add,omitempty"`        // a data file
+	Remove     *RemoveFile     `json:"remove,omitempty"`     // a tombstone
+	MetaData   *MetaData       `json:"metaData,omitempty"`   // the table's metadata
+	Protocol   *Protocol       `json:"protocol,omitempty"`   // the table's protocol
+	Txn        *Txn            `json:"txn,omitempty"`        // an application's version
+	CommitInfo json.RawMessage `json:"commitInfo,omitempty"` // the commit's provenance, kept raw
 	// other actions (cdc, domainMetadata, checkpointMetadata, sidecar)
 	// are ignored by this reader; the protocol check refuses tables
 	// whose features make them matter.

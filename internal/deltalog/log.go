@@ -1,4 +1,4 @@
-package delta
+package deltalog
 
 import (
 	"bufio"
@@ -29,6 +29,7 @@ import (
 	"gocloud.dev/blob"
 )
 
+// LogDir is the folder of the transaction log below the table root.
 const LogDir = "_delta_log/"
 
 // Log reads and writes the transaction log of one Delta table in a
@@ -71,22 +72,26 @@ func (l *Log) checkTxn(a *Action) error {
 	return l.CheckTxn(*a.Txn)
 }
 
-// State is the table replayed up to version.
+// State is the table replayed up to Version. A State is never modified
+// once built (Load returns the cached base itself when nothing changed):
+// Clone it to apply more actions.
 type State struct {
-	Version  int64 // -1: no table yet
-	Protocol *Protocol
-	Meta     *MetaData
-	Schema   Schema
-	Files    map[string]*AddFile
-	Removes  map[string]*RemoveFile
-	Txns     map[string]Txn
-	Domains  map[string]string // domainMetadata: configuration by domain
+	Version  int64                  // -1: no table yet
+	Protocol *Protocol              // the latest protocol action
+	Meta     *MetaData              // the latest metaData action
+	Schema   Schema                 // Meta's schema, parsed
+	Files    map[string]*AddFile    // the live files by path
+	Removes  map[string]*RemoveFile // tombstones by path and deletion vector
+	Txns     map[string]Txn         // the latest txn of each appId
+	Domains  map[string]string      // domainMetadata: configuration by domain
 }
 
+// EmptyState is the state of a table that does not exist yet.
 func EmptyState() *State {
 	return &State{Version: -1, Files: map[string]*AddFile{}, Removes: map[string]*RemoveFile{}, Txns: map[string]Txn{}, Domains: map[string]string{}}
 }
 
+// Clone returns a copy of s that Apply can change without changing s.
 func (s *State) Clone() *State {
 	c := *s
 	c.Files = make(map[string]*AddFile, len(s.Files))
@@ -102,6 +107,7 @@ func (s *State) Clone() *State {
 	return &c
 }
 
+// Apply applies one action to s, as a reader replaying the log does.
 func (s *State) Apply(a *Action) error {
 	switch {
 	// A logical file is (path, deletion vector): the newest add of a path
@@ -183,6 +189,7 @@ type listing struct {
 	latest int64 // -1 when the log is empty
 }
 
+// CommitKey is the object key of commit v.
 func CommitKey(v int64) string { return fmt.Sprintf("%s%020d.json", LogDir, v) }
 
 func (l *Log) list(ctx context.Context) (*listing, error) {
@@ -407,6 +414,7 @@ func (l *Log) replayCommits(ctx context.Context, s *State, from, to int64) error
 	return nil
 }
 
+// ReadCommit reads and parses commit v.
 func (l *Log) ReadCommit(ctx context.Context, v int64) ([]Action, error) {
 	key := CommitKey(v)
 	b, err := l.Bucket.ReadAll(ctx, key)
@@ -416,6 +424,8 @@ func (l *Log) ReadCommit(ctx context.Context, v int64) ([]Action, error) {
 	return ParseCommit(key, b)
 }
 
+// ParseCommit parses a commit file (or a checkpoint in JSON), one action
+// a line; key names it in errors, which are *CorruptLogError.
 func ParseCommit(key string, b []byte) ([]Action, error) {
 	var acts []Action
 	sc := bufio.NewScanner(bytes.NewReader(b))
@@ -563,7 +573,7 @@ func supportedReaderFeature(f string) bool {
 	switch f {
 	case "vacuumProtocolCheck", "deletionVectors", "timestampNtz", "v2Checkpoint", "columnMapping",
 		// Widened columns read through the cast every file's column gets
-		// to the table's type (tableReader.adapt).
+		// to the table's type (sink/delta's tableReader.adapt).
 		"typeWidening", "typeWidening-preview":
 		return true
 	}

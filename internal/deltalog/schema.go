@@ -1,4 +1,4 @@
-package delta
+package deltalog
 
 import (
 	"encoding/json"
@@ -163,7 +163,7 @@ func ArrowType(delta string) (arrow.DataType, error) {
 }
 
 // ArrowSchema returns the Arrow schema the table's rows read back in, as
-// ReadAll returns them.
+// sink/delta's Table.ReadAll returns them.
 func (s Schema) ArrowSchema() (*arrow.Schema, error) {
 	fields := make([]arrow.Field, 0, len(s.Fields))
 	for _, f := range s.Fields {
