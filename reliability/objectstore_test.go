@@ -28,6 +28,7 @@ import (
 	"github.com/cdcsnap/cdcsnap/internal/testworld"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
+	_ "github.com/cdcsnap/cdcsnap/sink/delta/alldrivers" // s3://, gs://, azblob:// targets
 	"github.com/cdcsnap/cdcsnap/snapshot"
 )
 

@@ -38,6 +38,7 @@ import (
 	"github.com/cdcsnap/cdcsnap/reconcile"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
+	_ "github.com/cdcsnap/cdcsnap/sink/delta/alldrivers" // s3://, gs://, azblob:// targets
 	"github.com/cdcsnap/cdcsnap/snapshot"
 	"github.com/cdcsnap/cdcsnap/source"
 )

@@ -1,6 +1,9 @@
 // Package delta implements sink.Sink as a Delta Lake table in any
 // gocloud.dev/blob bucket: a local folder (a plain path or file://),
-// mem://, s3://, gs:// or azblob:// — a user changes only the URL.
+// mem://, s3://, gs:// or azblob:// — a user changes only the URL, and
+// for a cloud store imports its driver (_ "gocloud.dev/blob/s3blob",
+// gcsblob, azureblob, or package alldrivers for all three), so a program
+// that writes to a folder links no cloud SDK.
 //
 // # Writing
 //

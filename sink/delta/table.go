@@ -11,11 +11,8 @@ import (
 	"sync"
 
 	"gocloud.dev/blob"
-	_ "gocloud.dev/blob/azureblob" // azblob:// tables
 	"gocloud.dev/blob/fileblob"
-	_ "gocloud.dev/blob/gcsblob" // gs:// tables
-	_ "gocloud.dev/blob/memblob" // mem:// tables
-	_ "gocloud.dev/blob/s3blob"  // s3:// tables
+	_ "gocloud.dev/blob/memblob" // mem:// tables: pure Go, no SDK
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -91,7 +88,11 @@ var _ sink.Sink = (*Table)(nil)
 // file:///path), mem:// (a new, empty in-memory bucket per Open), or a
 // cloud URL whose path is the table's folder in the bucket:
 // s3://bucket/path, gs://bucket/path, azblob://container/path, with the
-// query parameters of the gocloud.dev driver (region=..., and so on).
+// query parameters of the gocloud.dev driver (region=..., and so on). A
+// cloud URL needs its driver imported by the program, as gocloud.dev's
+// drivers are: _ "gocloud.dev/blob/s3blob", gcsblob or azureblob, or
+// _ "github.com/cdcsnap/cdcsnap/sink/delta/alldrivers" for all three;
+// without it Open returns an error naming the import.
 func Open(ctx context.Context, rawURL string, opts Options) (*Table, error) {
 	if err := opts.Create.validate(); err != nil {
 		return nil, err
@@ -121,6 +122,9 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Table, error) {
 		t.ownBucket = true
 		return t, nil
 	}
+	if !blob.DefaultURLMux().ValidBucketScheme(u.Scheme) {
+		return nil, noDriverError(rawURL, u.Scheme)
+	}
 	burl := bucketURL(u)
 	b, err := blob.OpenBucket(ctx, burl)
 	if err != nil {
@@ -129,6 +133,27 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Table, error) {
 	t := newTable(rawURL, b, "", opts)
 	t.ownBucket = true
 	return t, nil
+}
+
+// allDrivers is the package that registers every cloud store's driver.
+const allDrivers = "github.com/cdcsnap/cdcsnap/sink/delta/alldrivers"
+
+// noDriverError says which import registers the driver of scheme: the
+// program links only the drivers it imports (gocloud.dev's convention),
+// so a folder or mem:// table pulls in no cloud SDK.
+func noDriverError(rawURL, scheme string) error {
+	var imp string
+	switch scheme {
+	case "s3":
+		imp = "gocloud.dev/blob/s3blob"
+	case "gs":
+		imp = "gocloud.dev/blob/gcsblob"
+	case "azblob":
+		imp = "gocloud.dev/blob/azureblob"
+	default:
+		return fmt.Errorf("delta: table %s: no gocloud.dev/blob driver is registered for %s://: import the driver of that store", rawURL, scheme)
+	}
+	return fmt.Errorf("delta: table %s: no gocloud.dev/blob driver is registered for %s://: add the import _ %q to your program (or _ %q for every cloud store)", rawURL, scheme, imp, allDrivers)
 }
 
 // bucketURL turns a table URL into the gocloud bucket URL: the path

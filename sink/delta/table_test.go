@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"gocloud.dev/blob"
@@ -86,4 +87,34 @@ func TestRefusesStoreWithoutConditionalWrites(t *testing.T) {
 		_ = b.Close()
 		_ = mem.Close()
 	}
+}
+
+// TestOpenNamesTheDriverImport: sink/delta registers no cloud driver, so a
+// cloud URL whose driver the program did not import is refused before
+// any I/O, with the import line to add.
+func TestOpenNamesTheDriverImport(t *testing.T) {
+	for _, tc := range []struct{ url, imp string }{
+		{"s3://lake/bronze/orders?region=eu-west-1", `_ "gocloud.dev/blob/s3blob"`},
+		{"gs://lake/bronze/orders", `_ "gocloud.dev/blob/gcsblob"`},
+		{"azblob://lake/bronze/orders", `_ "gocloud.dev/blob/azureblob"`},
+	} {
+		tb, err := Open(context.Background(), tc.url, Options{})
+		if err == nil {
+			tb.Close()
+			t.Fatalf("Open(%s) succeeded without the driver", tc.url)
+		}
+		for _, want := range []string{tc.imp, `_ "github.com/cdcsnap/cdcsnap/sink/delta/alldrivers"`, tc.url} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("Open(%s): %v; want it to name %s", tc.url, err, want)
+			}
+		}
+	}
+	if _, err := Open(context.Background(), "ftp://host/t", Options{}); err == nil || !strings.Contains(err.Error(), "no gocloud.dev/blob driver is registered for ftp://") {
+		t.Errorf("Open(ftp://host/t): %v", err)
+	}
+	tb, err := Open(context.Background(), "mem://", Options{})
+	if err != nil {
+		t.Fatalf("Open(mem://): %v", err)
+	}
+	tb.Close()
 }
