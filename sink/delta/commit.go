@@ -439,10 +439,10 @@ func (t *Table) AppendChanges(ctx context.Context, captureInstance string, batch
 }
 
 // honourFeatures does what the table's features ask of a commit's
-// actions (see features.go): fresh row ids and commit versions on the
-// adds with the new high water mark (rowTracking), and the commitInfo's
-// inCommitTimestamp, one millisecond past the previous commit's at least
-// (inCommitTimestamp).
+// actions (see internal/deltalog/features.go): fresh row ids and commit
+// versions on the adds with the new high water mark (rowTracking), and
+// the commitInfo's inCommitTimestamp, one millisecond past the previous
+// commit's at least (inCommitTimestamp).
 func (t *Table) honourFeatures(ctx context.Context, s *deltalog.State, v int64, acts []deltalog.Action) ([]deltalog.Action, error) {
 	created := s.Version < 0
 	if created {
@@ -659,7 +659,8 @@ func dataPath(key string) bool {
 }
 
 // checkWrite refuses, naming each, the table features and constraints
-// this package cannot honour when it appends (see features.go).
+// this package cannot honour when it appends (see
+// internal/deltalog/features.go).
 func (t *Table) checkWrite(s *deltalog.State) error {
 	if s.Version < 0 {
 		return nil

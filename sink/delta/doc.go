@@ -166,8 +166,8 @@
 //
 // A bronze table created by Spark 4 or Databricks (protocol 3/7) is
 // appended to when an appending writer can do what each of its writer
-// features asks (see features.go): appendOnly, changeDataFeed (appends
-// need no cdc files), deletionVectors, domainMetadata, vacuumProtocolCheck
+// features asks (see internal/deltalog/features.go): appendOnly,
+// changeDataFeed (appends need no cdc files), deletionVectors, domainMetadata, vacuumProtocolCheck
 // and v2Checkpoint ask nothing of it (it writes no checkpoint into a table
 // with features); timestamp_ntz columns take the bronze timestamps as
 // wall-clock values; columns widened by typeWidening take the bronze
