@@ -361,24 +361,24 @@ func (db *DB) MinLSN(ctx context.Context, ci string) (lsn.LSN, bool, error) {
 	return in.min, true, nil
 }
 
-// LSNTime implements source.Source from cdc.lsn_time_mapping: the commit
-// time of the highest captured commit at or below l that the capture job
-// has processed; zero time when none.
+// LSNTime implements source.Source as sys.fn_cdc_map_lsn_to_time answers,
+// from cdc.lsn_time_mapping (source/sqlserver/FACTS.md F08): the commit
+// time of l when the capture job has mapped a commit at exactly l; zero
+// time for any other LSN.
 func (db *DB) LSNTime(ctx context.Context, l lsn.LSN) (time.Time, error) {
 	if err := db.enter(ctx, OpLSNTime); err != nil {
 		return time.Time{}, err
 	}
 	db.mu.RLock()
 	defer db.mu.RUnlock()
-	upTo := l
-	if db.captured.Less(upTo) {
-		upTo = db.captured
-	}
-	i := sort.Search(len(db.mapping), func(i int) bool { return upTo.Less(db.mapping[i].lsn) })
-	if i == 0 {
+	if db.captured.Less(l) {
 		return time.Time{}, nil
 	}
-	return db.mapping[i-1].ts, nil
+	i := sort.Search(len(db.mapping), func(i int) bool { return !db.mapping[i].lsn.Less(l) })
+	if i == len(db.mapping) || db.mapping[i].lsn != l {
+		return time.Time{}, nil
+	}
+	return db.mapping[i].ts, nil
 }
 
 // lookup finds the instance ci names (exactly, then ignoring case).

@@ -340,9 +340,11 @@ func TestCommitsLSNsSeqvalsCommandIDs(t *testing.T) {
 	if tm := must[time.Time](t)(db.LSNTime(ctx, l2)); !tm.Equal(got[2].ts) {
 		t.Errorf("LSNTime(%s) = %v, want %v", l2, tm, got[2].ts)
 	}
+	// An LSN that is no commit's has no time, as
+	// sys.fn_cdc_map_lsn_to_time answers (source/sqlserver FACTS.md F08).
 	next, _ := l2.Next()
-	if tm := must[time.Time](t)(db.LSNTime(ctx, next)); !tm.Equal(got[2].ts) {
-		t.Errorf("LSNTime just above the last commit = %v", tm)
+	if tm := must[time.Time](t)(db.LSNTime(ctx, next)); !tm.IsZero() {
+		t.Errorf("LSNTime just above the last commit = %v, want zero", tm)
 	}
 	if tm := must[time.Time](t)(db.LSNTime(ctx, lsn.LSN{9: 1})); !tm.IsZero() {
 		t.Errorf("LSNTime below every commit = %v, want zero", tm)
@@ -418,9 +420,14 @@ func TestQuietDatabase(t *testing.T) {
 	if _, ok := must2(t)(db.MinLSN(ctx, ci.Name)); ok {
 		t.Fatal("min LSN valid on a quiet database")
 	}
+	// start_lsn - 1 is no commit's LSN: no commit time (FACTS.md F08),
+	// where max LSN, a commit's, has one.
 	l0, _ := ci.StartLSN.Prev()
-	if tm := must[time.Time](t)(db.LSNTime(ctx, l0)); tm.IsZero() {
-		t.Fatal("no commit time for start_lsn - 1")
+	if tm := must[time.Time](t)(db.LSNTime(ctx, l0)); !tm.IsZero() {
+		t.Fatalf("commit time %s for start_lsn - 1", tm)
+	}
+	if tm := must[time.Time](t)(db.LSNTime(ctx, max)); tm.IsZero() {
+		t.Fatal("no commit time for the max LSN")
 	}
 	// Nothing in the changes up to L0; the stream from start_lsn sees later commits.
 	if rows := readChanges(t, db, ci, ci.StartLSN, max); len(rows) != 0 {

@@ -348,9 +348,12 @@ type Source interface {
 	MinLSN(ctx context.Context, ci string) (lsn.LSN, bool, error)
 
 	// LSNTime returns sys.fn_cdc_map_lsn_to_time(l) as an instant in UTC:
-	// the commit time of the highest LSN at or below l that has a commit
-	// (zero time when none). SQL Server returns the server's local wall
-	// clock; a source converts it from the zone it was configured with.
+	// the commit time of the commit at l, the tran_end_time of l's row of
+	// cdc.lsn_time_mapping, and the zero time when l is no commit's LSN
+	// (the function returns NULL then: a new instance's start_lsn - 1, an
+	// LSN between two commits, one the capture job has not mapped yet).
+	// The max LSN is a commit's. SQL Server keeps the server's local wall
+	// clock; a source converts it in the server's zone.
 	LSNTime(ctx context.Context, l lsn.LSN) (time.Time, error)
 
 	// IntKeyBounds returns MIN and MAX of the single integer key column of

@@ -116,7 +116,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.target, "target", "./bronze", "Delta table URL: a folder, file://, mem://, s3://, gs:// or azblob://")
 	fs.StringVar(&cfg.dsn, "dsn", "", "SQL Server connection string (sqlserver://...); empty: the embedded demo fake")
-	fs.StringVar(&cfg.serverTZ, "server-time-zone", "", "with -dsn: the SQL Server machine's IANA time zone (commit times are its local wall clock); empty: its current UTC offset, wrong across daylight saving time")
+	fs.StringVar(&cfg.serverTZ, "server-time-zone", "", "with -dsn: the SQL Server machine's IANA time zone (commit times are its local wall clock); empty: the zone SQL Server 2022 and Azure SQL name, else the server's current UTC offset, wrong across daylight saving time")
 	fs.StringVar(&cfg.instance, "capture-instance", "", "with -dsn: the capture instance to snapshot (the demo's is "+demoInstance+")")
 	fs.IntVar(&cfg.rows, "rows", 300_000, "rows in the demo fake's table (without -dsn)")
 	fs.IntVar(&cfg.partitions, "partitions", 4, fmt.Sprintf("key ranges read in parallel (1 to %d; a small table gets fewer)", maxPartitions))

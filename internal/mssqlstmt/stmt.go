@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/golang-sql/civil"
+
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/source"
@@ -173,10 +175,45 @@ func GUIDProbeStatement() Stmt {
 
 // ServerNowStatement reads the server's clock with its UTC offset
 // (SYSDATETIMEOFFSET: the offset of the machine SQL Server runs on,
-// FACTS.md F37): the zone sys.fn_cdc_map_lsn_to_time's local times are in,
-// when source/sqlserver's Options.ServerTimeZone does not say.
+// FACTS.md F37): the offset commit times are read in when neither
+// source/sqlserver's Options.ServerTimeZone nor the server (before SQL
+// Server 2022) names a zone.
 func ServerNowStatement() Stmt {
 	return Stmt{SQL: "SELECT SYSDATETIMEOFFSET() AS [now]"}
+}
+
+// ServerVersionStatement reads the server's major version and engine
+// edition (SERVERPROPERTY 'ProductMajorVersion', 'EngineEdition'): 16 and
+// later, and editions 5 (Azure SQL Database) and 8 (Azure SQL Managed
+// Instance), have CURRENT_TIMEZONE_ID() (FACTS.md F37), whose name does not
+// compile on older servers, so TimeZoneIDStatement is sent only to them.
+func ServerVersionStatement() Stmt {
+	return Stmt{SQL: "SELECT CAST(SERVERPROPERTY(@p1) AS int) AS [major], CAST(SERVERPROPERTY(@p2) AS int) AS [edition]",
+		Args: []any{"ProductMajorVersion", "EngineEdition"}}
+}
+
+// TimeZoneIDStatement reads the Windows name of the time zone the server
+// observes (CURRENT_TIMEZONE_ID(), SQL Server 2022 and Azure SQL; FACTS.md
+// F37).
+func TimeZoneIDStatement() Stmt { return Stmt{SQL: "SELECT CURRENT_TIMEZONE_ID() AS [zone]"} }
+
+// ClockBackStatement finds, in cdc.lsn_time_mapping, the first commit at
+// or below upTo whose tran_end_time, inside [start, end) (the wall clocks
+// of an hour a fall-back repeats), reads more than a minute before the
+// commit before it: the server's clock went back there, and from that
+// commit on the hour is read the second time (FACTS.md F84). It scans the
+// mapping (its key is start_lsn) from the last commit before start, found
+// by a backward seek from upTo, to upTo. One row, or none.
+func ClockBackStatement(upTo lsn.LSN, start, end time.Time) Stmt {
+	return Stmt{
+		SQL: "SELECT TOP (@p5) [d].[start_lsn] FROM (SELECT [m].[start_lsn], [m].[tran_end_time], " +
+			"LAG([m].[tran_end_time]) OVER (ORDER BY [m].[start_lsn]) AS [prev] FROM [cdc].[lsn_time_mapping] AS [m] " +
+			"WHERE [m].[start_lsn] <= @p1 AND [m].[start_lsn] >= ISNULL((SELECT TOP (@p5) [b].[start_lsn] FROM [cdc].[lsn_time_mapping] AS [b] " +
+			"WHERE [b].[start_lsn] <= @p1 AND [b].[tran_end_time] < @p2 ORDER BY [b].[start_lsn] DESC), @p4)) AS [d] " +
+			"WHERE [d].[tran_end_time] >= @p2 AND [d].[tran_end_time] < @p3 AND [d].[tran_end_time] < DATEADD(minute, @p6, [d].[prev]) " +
+			"ORDER BY [d].[start_lsn]",
+		Args: []any{upTo.Bytes(), civil.DateTimeOf(start), civil.DateTimeOf(end), lsn.LSN{}.Bytes(), int64(1), int64(-1)},
+	}
 }
 
 // MaxLSNStatement reads sys.fn_cdc_get_max_lsn().
@@ -187,8 +224,9 @@ func MinLSNStatement(captureInstance string) Stmt {
 	return Stmt{SQL: "SELECT sys.fn_cdc_get_min_lsn(@p1)", Args: []any{captureInstance}}
 }
 
-// LSNTimeStatement reads sys.fn_cdc_map_lsn_to_time(l): a datetime in the
-// server's local time.
+// LSNTimeStatement reads sys.fn_cdc_map_lsn_to_time(l): the tran_end_time
+// of cdc.lsn_time_mapping's row of l, a datetime in the server's local
+// time, and NULL when l is no commit's LSN (FACTS.md F08).
 func LSNTimeStatement(l lsn.LSN) Stmt {
 	return Stmt{SQL: "SELECT sys.fn_cdc_map_lsn_to_time(@p1)", Args: []any{l.Bytes()}}
 }
@@ -640,27 +678,35 @@ func changeOrder(commandID bool) string {
 // changeSelect is the select list of a change read: __$start_lsn,
 // __$seqval, __$operation, __$command_id (when read), the captured columns
 // (readExpr), and the commit time of each row's LSN as [__$commit_ts].
-// sys.fn_cdc_map_lsn_to_time runs on the first row of each LSN only; the
-// rows after it in the same LSN carry NULL, which the decoder fills from
-// the first (a transaction's rows share its LSN, and a scalar function in a
-// select list would otherwise run once per row, FACTS.md F41, F42).
+// From the change table (commandID) the commit time is tran_end_time of
+// the row of cdc.lsn_time_mapping joined as [m], as Debezium reads it
+// (FACTS.md F08, F42). Through the change function, for a login that may
+// not read the cdc schema's tables, it is sys.fn_cdc_map_lsn_to_time, run
+// on the first row of each LSN only: the rows after it in the same LSN
+// carry NULL, which the decoder fills from the first (a scalar function in
+// a select list would otherwise run once per row, F41, F42).
 func (t *table) changeSelect(commandID bool) (string, []int) {
 	lead := "[c].[__$start_lsn], [c].[__$seqval], [c].[__$operation]"
 	if commandID {
 		lead += ", [c].[__$command_id]"
 	}
 	cols, src := t.readList("[c].", nil)
-	ts := "CASE WHEN [c].[__$start_lsn] = LAG([c].[__$start_lsn]) OVER (ORDER BY " + changeOrder(commandID) +
-		") THEN NULL ELSE sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) END AS [__$commit_ts]"
+	ts := "[m].[tran_end_time] AS [__$commit_ts]"
+	if !commandID {
+		ts = "CASE WHEN [c].[__$start_lsn] = LAG([c].[__$start_lsn]) OVER (ORDER BY " + changeOrder(commandID) +
+			") THEN NULL ELSE sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) END AS [__$commit_ts]"
+	}
 	return lead + ", " + cols + ", " + ts, src
 }
 
 // ChangeTableStatement reads the changes from <= __$start_lsn <= to from
 // the capture instance's change table, cdc.[<capture instance>_CT]
 // (FACTS.md F11), ordered by __$command_id within each LSN (changeOrder),
-// as Debezium's SQL Server connector does. Reading the table needs SELECT
-// on it, which the change functions do not; ChangesStatement is the
-// fallback. Both hold updates as before (3) and after (4) images.
+// as Debezium's SQL Server connector does, with each row's commit time from
+// cdc.lsn_time_mapping joined on its LSN (changeSelect). Reading the tables
+// needs SELECT on them (on schema cdc), which the change functions do not;
+// ChangesStatement is the fallback. Both hold updates as before (3) and
+// after (4) images.
 func ChangeTableStatement(ci *source.CaptureInstance, from, to lsn.LSN) (Stmt, error) {
 	t, err := newTable(ci)
 	if err != nil {
@@ -671,7 +717,8 @@ func ChangeTableStatement(ci *source.CaptureInstance, from, to lsn.LSN) (Stmt, e
 		return Stmt{}, fmt.Errorf("sqlserver: capture instance %q: %w", ci.Name, err)
 	}
 	sel, _ := t.changeSelect(true)
-	sql := "SELECT " + sel + " FROM [cdc]." + ct + " AS [c] WHERE [c].[__$start_lsn] >= @p1 AND [c].[__$start_lsn] <= @p2 ORDER BY " + changeOrder(true)
+	sql := "SELECT " + sel + " FROM [cdc]." + ct + " AS [c] LEFT JOIN [cdc].[lsn_time_mapping] AS [m] ON [m].[start_lsn] = [c].[__$start_lsn]" +
+		" WHERE [c].[__$start_lsn] >= @p1 AND [c].[__$start_lsn] <= @p2 ORDER BY " + changeOrder(true)
 	return Stmt{SQL: sql, Args: []any{from.Bytes(), to.Bytes()}}, nil
 }
 

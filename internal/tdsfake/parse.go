@@ -598,6 +598,10 @@ type changeRead struct {
 	from, to    string // the parameters of the interval
 }
 
+// changeTableJoin follows the change table in ChangeTableStatement: the
+// commit times joined from cdc.lsn_time_mapping, then the interval.
+const changeTableJoin = " AS [c] LEFT JOIN [cdc].[lsn_time_mapping] AS [m] ON [m].[start_lsn] = [c].[__$start_lsn] WHERE [c].[__$start_lsn] >= "
+
 // parseChanges reads both change reads.
 func parseChanges(sql string) (changeRead, error) {
 	var r changeRead
@@ -627,9 +631,9 @@ func parseChanges(sql string) (changeRead, error) {
 		return r, err
 	}
 	switch {
-	case strings.HasPrefix(tail, " AS [c] WHERE [c].[__$start_lsn] >= ") && strings.HasSuffix(obj, "_CT"):
+	case strings.HasPrefix(tail, changeTableJoin) && strings.HasSuffix(obj, "_CT"):
 		r.changeTable, r.instance = true, strings.TrimSuffix(obj, "_CT")
-		b := strings.TrimPrefix(tail, " AS [c] WHERE [c].[__$start_lsn] >= ")
+		b := strings.TrimPrefix(tail, changeTableJoin)
 		r.from, b, _ = strings.Cut(b, " ")
 		_, b, _ = strings.Cut(b, "<= ")
 		r.to, _, _ = strings.Cut(b, " ")

@@ -84,6 +84,17 @@ type Options struct {
 	// default of every connection) it waits for the lock or until the
 	// client cancels.
 	Locked func(sql string) <-chan struct{}
+	// TimeZone is the zone the server's clock runs in: cdc.lsn_time_mapping
+	// keeps commit times as its wall clock (FACTS.md F08) and
+	// SYSDATETIMEOFFSET answers with its offset. Nil is UTC.
+	TimeZone *time.Location
+	// TimeZoneID is what CURRENT_TIMEZONE_ID() answers, a Windows zone name
+	// (F37); "" is "UTC".
+	TimeZoneID string
+	// ProductMajorVersion is SERVERPROPERTY('ProductMajorVersion'): 0 is
+	// 16 (SQL Server 2022). Below 16 the server has no
+	// CURRENT_TIMEZONE_ID() and answers it with error 195.
+	ProductMajorVersion int
 }
 
 // Server is a fake.DB served over TDS on a loopback port.
@@ -137,6 +148,9 @@ var (
 	sqlMaxLSN       = mssqlstmt.MaxLSNStatement().SQL
 	sqlMinLSN       = mssqlstmt.MinLSNStatement("").SQL
 	sqlLSNTime      = mssqlstmt.LSNTimeStatement(lsn.LSN{}).SQL
+	sqlVersion      = mssqlstmt.ServerVersionStatement().SQL
+	sqlZoneID       = mssqlstmt.TimeZoneIDStatement().SQL
+	sqlClockBack    = mssqlstmt.ClockBackStatement(lsn.LSN{}, time.Time{}, time.Time{}).SQL
 	sqlReadCommited = mssqlstmt.IsolationStatement(source.ReadCommitted).SQL
 	sqlSnapshot     = mssqlstmt.IsolationStatement(source.Snapshot).SQL
 	sqlPing         = "select 1;"
@@ -216,7 +230,32 @@ func (h *handler) serve(ctx context.Context, req *tdsserver.Request, w *tdsserve
 		if err := w.Columns([]tdsserver.Column{{Name: "now", Type: "datetimeoffset(7)"}}); err != nil {
 			return err
 		}
-		return w.Row(time.Now().UTC().Truncate(100 * time.Nanosecond).In(time.FixedZone("", 0)))
+		now := time.Now().In(h.zone()).Truncate(100 * time.Nanosecond)
+		_, off := now.Zone()
+		return w.Row(now.In(time.FixedZone("", off)))
+	case sql == sqlVersion:
+		major := h.opts.ProductMajorVersion
+		if major == 0 {
+			major = 16
+		}
+		if err := w.Columns([]tdsserver.Column{{Name: "major", Type: "int", Nullable: true}, {Name: "edition", Type: "int", Nullable: true}}); err != nil {
+			return err
+		}
+		return w.Row(int64(major), int64(3)) // 3: Enterprise, Developer
+	case sql == sqlZoneID:
+		if h.opts.ProductMajorVersion != 0 && h.opts.ProductMajorVersion < 16 {
+			return w.Error(195, 15, 10, "'CURRENT_TIMEZONE_ID' is not a recognized built-in function name.")
+		}
+		id := h.opts.TimeZoneID
+		if id == "" {
+			id = "UTC"
+		}
+		if err := w.Columns([]tdsserver.Column{{Name: "zone", Type: "varchar(128)", Collation: "SQL_Latin1_General_CP1_CI_AS", Nullable: true}}); err != nil {
+			return err
+		}
+		return w.Row(id)
+	case sql == sqlClockBack:
+		return h.clockBack(ctx, a, w)
 	case sql == sqlMaxLSN:
 		if h.opts.ReplicaMaxLSN != nil {
 			if l, ok := h.opts.ReplicaMaxLSN(req.ConnID, req.Login); ok {
@@ -682,7 +721,78 @@ func (h *handler) lsnTime(ctx context.Context, a args, w *tdsserver.ResponseWrit
 	if ts.IsZero() {
 		return w.Row(nil)
 	}
-	return w.Row(ts.UTC())
+	return w.Row(h.wall(ts))
+}
+
+// zone is the server's time zone (Options.TimeZone).
+func (h *handler) zone() *time.Location {
+	if h.opts.TimeZone != nil {
+		return h.opts.TimeZone
+	}
+	return time.UTC
+}
+
+// wall is the server's wall clock at instant t, as a datetime holds it
+// (FACTS.md F08): its fields, in whole 1/300 s as datetime rounds them.
+func (h *handler) wall(t time.Time) time.Time {
+	l := t.In(h.zone())
+	return time.Date(l.Year(), l.Month(), l.Day(), l.Hour(), l.Minute(), l.Second(), l.Nanosecond(), time.UTC)
+}
+
+// clockBack answers ClockBackStatement from cdc.lsn_time_mapping (the
+// fake's commit times as the server's wall clock): the first commit at or
+// below @p1 whose time, in [@p2, @p3), reads more than a minute before the
+// commit before it, scanning from the last commit before @p2.
+func (h *handler) clockBack(ctx context.Context, a args, w *tdsserver.ResponseWriter) error {
+	if h.opts.DenyChangeTables {
+		// A login without SELECT on schema cdc (FACTS.md F11).
+		return w.Error(229, 14, 5, "The SELECT permission was denied on the object 'lsn_time_mapping', database 'cdcsnap', schema 'cdc'.")
+	}
+	var upTo lsn.LSN
+	var start, end time.Time
+	for ref, to := range map[string]any{"@p1": &upTo, "@p2": &start, "@p3": &end} {
+		v, err := a.get(ref)
+		if err != nil {
+			return err
+		}
+		switch x := to.(type) {
+		case *lsn.LSN:
+			b, _ := v.([]byte)
+			if *x, err = lsn.FromBytes(b); err != nil {
+				return err
+			}
+		case *time.Time:
+			t, ok := v.(time.Time)
+			if !ok {
+				return fmt.Errorf("tdsfake: clock back: %s is %T, want datetime2", ref, v)
+			}
+			*x = t
+		}
+	}
+	mapping, err := h.db.Mapping(ctx)
+	if err != nil {
+		return err
+	}
+	first := 0
+	for i, m := range mapping {
+		if upTo.Less(m.LSN) {
+			mapping = mapping[:i]
+			break
+		}
+		if h.wall(m.Time).Before(start) {
+			first = i
+		}
+	}
+	if err := w.Columns(lsnColumn("start_lsn")); err != nil {
+		return err
+	}
+	for i := first + 1; i < len(mapping); i++ {
+		t, prev := h.wall(mapping[i].Time), h.wall(mapping[i-1].Time)
+		if !t.Before(start) && t.Before(end) && t.Before(prev.Add(-time.Minute)) {
+			return w.Row(mapping[i].LSN.Bytes())
+		}
+	}
+	return nil
 }
 
 // spaceUsed answers sp_spaceused @objname = '[schema].[table]' (FACTS.md
@@ -1069,10 +1179,12 @@ func (h *handler) changes(ctx context.Context, sql string, a args, w *tdsserver.
 			}
 			vals = append(vals, v)
 		}
-		// CASE WHEN the LSN equals the row before's THEN NULL ELSE its time.
+		// The change table's join gives every row its commit time; the
+		// function's CASE WHEN the LSN equals the row before's THEN NULL
+		// ELSE its time, the first of an LSN only.
 		var ts any
-		if i == 0 || c.StartLSN != last {
-			ts = c.CommitTS.UTC()
+		if r.changeTable || i == 0 || c.StartLSN != last {
+			ts = h.wall(c.CommitTS)
 		}
 		last = c.StartLSN
 		if err := w.Row(append(vals, ts)...); err != nil {

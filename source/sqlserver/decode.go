@@ -2,6 +2,7 @@ package sqlserver
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math"
 	"math/big"
@@ -332,7 +333,11 @@ type appender func(b array.Builder, v any) error
 // decodeOptions are the connection settings that change driver values.
 type decodeOptions struct {
 	guidConversion bool
-	serverTZ       *time.Location
+	// clock converts commit times (change reads); nil reads them as UTC.
+	clock *serverClock
+	// ctx and upTo are the change read's, for clock's look-ups.
+	ctx  context.Context
+	upTo lsn.LSN
 }
 
 // columnAppender returns the appender for captured column c: it converts
@@ -518,14 +523,9 @@ func lsnAppender(name string) appender {
 	}
 }
 
-// serverTime reads a datetime that SQL Server returns in its own local time
-// (sys.fn_cdc_map_lsn_to_time) as an instant, in loc (UTC when nil).
-func serverTime(t time.Time, loc *time.Location) time.Time {
-	if loc == nil {
-		loc = time.UTC
-	}
-	return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), loc).UTC()
-}
+// commitInstant is a change row's commit time once the decoder has read
+// the server's wall clock as an instant.
+type commitInstant time.Time
 
 // rowDecoder turns result rows into Arrow record batches.
 type rowDecoder struct {
@@ -536,13 +536,15 @@ type rowDecoder struct {
 	src  []int
 	rows int
 	// fill, when set, completes a row before it is decoded.
-	fill func(row []any)
+	fill func(row []any) error
 }
 
 // Append decodes one row of driver values.
 func (d *rowDecoder) Append(row []any) error {
 	if d.fill != nil {
-		d.fill(row)
+		if err := d.fill(row); err != nil {
+			return fmt.Errorf("sqlserver: %w", err)
+		}
 	}
 	for i, a := range d.apps {
 		var v any
@@ -612,9 +614,10 @@ func newTableDecoder(cols []source.Column, o decodeOptions) (*rowDecoder, error)
 // newChangeDecoder decodes rows of mssqlstmt.ChangeTableStatement
 // (commandID) or mssqlstmt.ChangesStatement into ChangeSchema:
 // __$start_lsn, __$seqval, __$operation, __$command_id when read, the
-// captured columns that are read, then the commit time, NULL on the rows
-// after the first of an LSN (see mssqlstmt.ChangeTableStatement), which the
-// decoder fills from that first row.
+// captured columns that are read, then the commit time in the server's
+// local wall clock, which o.clock reads as an instant; the change
+// function's rows carry it on the first row of an LSN only (see
+// mssqlstmt.ChangesStatement), and the decoder fills the others from it.
 func newChangeDecoder(cols []source.Column, o decodeOptions, commandID bool) (*rowDecoder, error) {
 	schema, err := source.ChangeSchema(cols)
 	if err != nil {
@@ -657,11 +660,11 @@ func newChangeDecoder(cols []source.Column, o decodeOptions, commandID bool) (*r
 			b.AppendNull()
 			return nil
 		}
-		x, ok := v.(time.Time)
+		x, ok := v.(commitInstant)
 		if !ok {
 			return fmt.Errorf("commit time: unexpected driver value %T", v)
 		}
-		b.(*array.TimestampBuilder).Append(arrow.Timestamp(serverTime(x, o.serverTZ).UnixMicro()))
+		b.(*array.TimestampBuilder).Append(arrow.Timestamp(time.Time(x).UnixMicro()))
 		return nil
 	}
 	cmdSrc := -1
@@ -672,17 +675,41 @@ func newChangeDecoder(cols []source.Column, o decodeOptions, commandID bool) (*r
 	d.src = append(d.src, 2, 0, 1, cmdSrc, tsAt)
 	var lastLSN []byte
 	var lastTS any
-	d.fill = func(row []any) {
+	ctx := o.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	seen := map[time.Time]drop{}
+	d.fill = func(row []any) error {
 		if len(row) <= tsAt {
-			return
+			return nil
 		}
 		l, _ := row[0].([]byte)
-		if row[tsAt] == nil && lastLSN != nil && bytes.Equal(l, lastLSN) {
+		if lastLSN != nil && bytes.Equal(l, lastLSN) {
+			// One commit, one time: the change function's statement sends
+			// it on the first row of an LSN only.
 			row[tsAt] = lastTS
-			return
+			return nil
 		}
 		lastLSN = append(lastLSN[:0], l...)
-		lastTS = row[tsAt]
+		lastTS = nil
+		if row[tsAt] != nil {
+			w, ok := row[tsAt].(time.Time)
+			if !ok {
+				return fmt.Errorf("commit time: unexpected driver value %T", row[tsAt])
+			}
+			at, err := lsn.FromBytes(l)
+			if err != nil {
+				return fmt.Errorf("__$start_lsn: %w", err)
+			}
+			t, err := o.clock.instant(ctx, w, at, o.upTo, seen)
+			if err != nil {
+				return fmt.Errorf("commit time of %s: %w", at, err)
+			}
+			lastTS = commitInstant(t)
+		}
+		row[tsAt] = lastTS
+		return nil
 	}
 	d.b = array.NewRecordBuilder(memoryAllocator(), schema)
 	return d, nil

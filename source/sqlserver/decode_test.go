@@ -321,7 +321,7 @@ func TestChangeRows(t *testing.T) {
 	s1 := mustLSN("0x0000002A00000F380002")
 	commit := time.Date(2024, 5, 1, 9, 0, 0, 3000000, time.UTC) // server local (BRT) wall clock
 	for _, commandID := range []bool{true, false} {
-		d, err := newChangeDecoder(cols, decodeOptions{serverTZ: time.FixedZone("BRT", -3*3600)}, commandID)
+		d, err := newChangeDecoder(cols, decodeOptions{clock: fixedClock(time.FixedZone("BRT", -3*3600))}, commandID)
 		if err != nil {
 			t.Fatal(err)
 		}

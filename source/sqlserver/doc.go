@@ -54,10 +54,14 @@
 //   - Under Turkish and Azeri collations 'I' and 'i' are two keys (F23).
 //   - The bytes of a uniqueidentifier depend on the DSN's "guid
 //     conversion": the source probes a known value once (F44).
-//   - sys.fn_cdc_map_lsn_to_time returns the server's local time: set
-//     Options.ServerTimeZone to the server's zone, or the source reads the
-//     server's current UTC offset once (right unless the zone observes
-//     daylight saving time) (F08, F37).
+//   - Commit times are the server's local wall clock, of a commit's own
+//     LSN only (NULL for any other, F08); change rows take them from
+//     cdc.lsn_time_mapping by join, not by a scalar function per row (F42).
+//     The zone is Options.ServerTimeZone, else the one SQL Server 2022 and
+//     Azure SQL name (CURRENT_TIMEZONE_ID, mapped by CLDR's windowsZones),
+//     else the server's current UTC offset (an hour off across a
+//     daylight-saving change) (F37); the hour a fall-back repeats is read
+//     in LSN order (F84).
 //
 // # Statements
 //

@@ -191,6 +191,8 @@ func TestChangesComeFromTheChangeTableWithCommandID(t *testing.T) {
 			return c, r, nil
 		case strings.HasPrefix(q, "SELECT SYSDATETIMEOFFSET()"):
 			return []string{"now"}, [][]any{{ts}}, nil
+		case strings.HasPrefix(q, "SELECT CAST(SERVERPROPERTY("):
+			return []string{"major", "edition"}, [][]any{{int64(15), int64(3)}}, nil
 		case strings.Contains(q, "FROM [cdc].[dbo_Orders_CT] AS [c]"):
 			ran = append(ran, "change table")
 			if deny {
@@ -396,39 +398,51 @@ func TestNonclusteredKeyIndexIsReported(t *testing.T) {
 }
 
 // F08, F37: fn_cdc_map_lsn_to_time returns the server's local wall clock.
-// Without Options.ServerTimeZone the source reads the server's offset once
-// (logged, with the daylight-saving caveat); with it, it never asks.
-func TestServerOffsetIsDetectedWhenNotGiven(t *testing.T) {
+// Without Options.ServerTimeZone the source asks a server that can name its
+// zone (SQL Server 2022, Azure SQL) for it once and maps the Windows name
+// by CLDR; an older one for its offset once (logged, with the
+// daylight-saving caveat); with ServerTimeZone set it never asks.
+func TestServerZoneIsDetectedWhenNotGiven(t *testing.T) {
 	local := time.Date(2026, 7, 1, 14, 0, 0, 0, time.UTC) // the server's wall clock, labelled UTC by the driver (F51)
-	for _, zone := range []*time.Location{nil, time.FixedZone("", -3*3600)} {
-		asked := 0
+	for _, tc := range []struct {
+		name      string
+		zone      *time.Location
+		major     int64
+		want      time.Time
+		askedZone int // CURRENT_TIMEZONE_ID
+		askedNow  int // SYSDATETIMEOFFSET
+		log       string
+	}{
+		{"2019, no zone", nil, 15, time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC), 0, 1, "daylight saving"}, // 14:00 at +02:00 now
+		{"2022, no zone", nil, 16, time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC), 1, 0, ""},                // Europe/Berlin in summer
+		{"ServerTimeZone", time.FixedZone("", -3*3600), 16, time.Date(2026, 7, 1, 17, 0, 0, 0, time.UTC), 0, 0, ""},
+	} {
+		askedZone, askedNow := 0, 0
 		f := &fakeDB{handler: func(q string, args []any) ([]string, [][]any, error) {
 			switch {
 			case strings.HasPrefix(q, "SELECT SYSDATETIMEOFFSET()"):
-				asked++
+				askedNow++
 				return []string{"now"}, [][]any{{time.Date(2026, 12, 3, 9, 0, 0, 0, time.FixedZone("", 2*3600))}}, nil
+			case strings.HasPrefix(q, "SELECT CAST(SERVERPROPERTY("):
+				return []string{"major", "edition"}, [][]any{{tc.major, int64(3)}}, nil
+			case strings.HasPrefix(q, "SELECT CURRENT_TIMEZONE_ID()"):
+				askedZone++
+				return []string{"zone"}, [][]any{{"W. Europe Standard Time"}}, nil
 			case strings.HasPrefix(q, "SELECT sys.fn_cdc_map_lsn_to_time"):
 				c, r := docScalar(local)
 				return c, r, nil
 			}
 			return nil, nil, errors.New("unexpected " + q)
 		}}
-		s, logs := newTestSource(t, f, Options{ServerTimeZone: zone})
-		want := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC) // 14:00 at +02:00
-		if zone != nil {
-			want = time.Date(2026, 7, 1, 17, 0, 0, 0, time.UTC)
-		}
+		s, logs := newTestSource(t, f, Options{ServerTimeZone: tc.zone})
 		for range 2 {
 			got, err := s.LSNTime(context.Background(), mustLSN("0x0000002A00000F380001"))
-			if err != nil || !got.Equal(want) {
-				t.Fatalf("zone %v: LSNTime %v, %v; want %v", zone, got, err, want)
+			if err != nil || !got.Equal(tc.want) {
+				t.Fatalf("%s: LSNTime %v, %v; want %v", tc.name, got, err, tc.want)
 			}
 		}
-		switch {
-		case zone == nil && (asked != 1 || !strings.Contains(logs.String(), "daylight saving")):
-			t.Errorf("no zone: asked the server %d times (want once), log:\n%s", asked, logs)
-		case zone != nil && asked != 0:
-			t.Errorf("ServerTimeZone set: asked the server %d times", asked)
+		if askedZone != tc.askedZone || askedNow != tc.askedNow || !strings.Contains(logs.String(), tc.log) {
+			t.Errorf("%s: asked for the zone %d times, the offset %d times (want %d, %d), log:\n%s", tc.name, askedZone, askedNow, tc.askedZone, tc.askedNow, logs)
 		}
 	}
 }

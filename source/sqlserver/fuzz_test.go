@@ -241,7 +241,9 @@ func FuzzResultSets(f *testing.F) {
 			}
 		}
 		_, _ = parseSpaceUsed(rs)
-		_, _ = parseLSNTime(rs, nil)
+		_, _, _ = parseLSNTime(rs)
+		_, _ = parseServerVersion(rs)
+		_, _ = parseTimeZoneID(rs)
 		_, _, _, _ = parseIntKeyBounds(rs)
 		_, _, _ = parseSeekKey(ciComposite, rs, false)
 		cols, err := parseCapturedColumns(rs)

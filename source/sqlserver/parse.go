@@ -551,21 +551,56 @@ func parseMinLSN(ci string, rs resultSet) (lsn.LSN, bool, error) {
 	return n.LSN, true, nil
 }
 
-// parseLSNTime reads the result of LSNTimeStatement: a datetime in the
-// server's local time zone loc (UTC when nil), returned in UTC; NULL is
-// the zero time.
-func parseLSNTime(rs resultSet, loc *time.Location) (time.Time, error) {
+// parseServerVersion reads ServerVersionStatement's row: whether the
+// server has CURRENT_TIMEZONE_ID() (major version 16 or later, or engine
+// edition 5 or 8: Azure SQL Database, Managed Instance; FACTS.md F37).
+func parseServerVersion(rs resultSet) (bool, error) {
+	const what = "SERVERPROPERTY"
+	if len(rs.Rows) != 1 {
+		return false, fmt.Errorf("sqlserver: %s: want one row, have %d", what, len(rs.Rows))
+	}
+	var v [2]int64
+	for i, n := range []string{"major", "edition"} {
+		j, err := rs.col(what, n)
+		if err != nil {
+			return false, err
+		}
+		if v[i], _, err = asInt(what+" "+n, rs.Rows[0][j]); err != nil {
+			return false, err
+		}
+	}
+	return v[0] >= 16 || v[1] == 5 || v[1] == 8, nil
+}
+
+// parseTimeZoneID reads TimeZoneIDStatement's row: a Windows time zone name.
+func parseTimeZoneID(rs resultSet) (string, error) {
+	v, err := single("CURRENT_TIMEZONE_ID", rs)
+	if err != nil {
+		return "", err
+	}
+	z, err := asString("CURRENT_TIMEZONE_ID", v)
+	if err == nil && z == "" {
+		err = fmt.Errorf("sqlserver: CURRENT_TIMEZONE_ID returned no name")
+	}
+	return z, err
+}
+
+// parseLSNTime reads the result of LSNTimeStatement: the datetime
+// sys.fn_cdc_map_lsn_to_time returns, a wall clock in the server's zone
+// (go-mssqldb labels it UTC, FACTS.md F51), and false for NULL: l is no
+// commit's LSN (F08).
+func parseLSNTime(rs resultSet) (time.Time, bool, error) {
 	v, err := single("fn_cdc_map_lsn_to_time", rs)
 	if err != nil {
-		return time.Time{}, err
+		return time.Time{}, false, err
 	}
 	switch x := v.(type) {
 	case nil:
-		return time.Time{}, nil
+		return time.Time{}, false, nil
 	case time.Time:
-		return serverTime(x, loc), nil
+		return x, true, nil
 	}
-	return time.Time{}, fmt.Errorf("sqlserver: fn_cdc_map_lsn_to_time: want datetime, have %T", v)
+	return time.Time{}, false, fmt.Errorf("sqlserver: fn_cdc_map_lsn_to_time: want datetime, have %T", v)
 }
 
 // parseIntKeyBounds reads the result of IntKeyBoundsStatement.

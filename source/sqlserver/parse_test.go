@@ -65,9 +65,24 @@ func TestParseSmallResults(t *testing.T) {
 	if err != nil || l.Valid {
 		t.Fatalf("zero LSN is not valid: %+v %v", l, err)
 	}
-	tm, err := parseLSNTime(resultSet{Columns: []string{""}, Rows: [][]any{{time.Date(2024, 1, 1, 9, 0, 0, 0, time.UTC)}}}, time.FixedZone("", 3600))
-	if err != nil || !tm.Equal(time.Date(2024, 1, 1, 8, 0, 0, 0, time.UTC)) || tm.Location() != time.UTC {
-		t.Fatalf("%v %v", tm, err)
+	tm, ok, err := parseLSNTime(resultSet{Columns: []string{""}, Rows: [][]any{{time.Date(2024, 1, 1, 9, 0, 0, 0, time.UTC)}}})
+	if err != nil || !ok || !tm.Equal(time.Date(2024, 1, 1, 9, 0, 0, 0, time.UTC)) {
+		t.Fatalf("%v %v %v", tm, ok, err)
+	}
+	if _, ok, err := parseLSNTime(resultSet{Columns: []string{""}, Rows: [][]any{{nil}}}); ok || err != nil {
+		t.Fatalf("NULL: %v %v", ok, err)
+	}
+	for _, rs := range []resultSet{
+		{Columns: []string{"major", "edition"}, Rows: [][]any{{int64(16), int64(3)}}},
+		{Columns: []string{"major", "edition"}, Rows: [][]any{{int64(12), int64(5)}}},
+		{Columns: []string{"major", "edition"}, Rows: [][]any{{nil, int64(8)}}},
+	} {
+		if names, err := parseServerVersion(rs); !names || err != nil {
+			t.Errorf("%v: names a zone %v, %v", rs.Rows, names, err)
+		}
+	}
+	if names, err := parseServerVersion(resultSet{Columns: []string{"major", "edition"}, Rows: [][]any{{int64(15), int64(3)}}}); names || err != nil {
+		t.Errorf("SQL Server 2019: names a zone %v, %v", names, err)
 	}
 	if !isServerError(mssql.Error{Number: 313}, 313) || isServerError(errors.New("313"), 313) {
 		t.Fatal("isServerError")

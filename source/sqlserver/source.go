@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/cdcsnap/cdcsnap/internal/mssqlstmt"
+	"github.com/cdcsnap/cdcsnap/internal/winzone"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/source"
@@ -48,15 +49,19 @@ type Options struct {
 	// ConnPolicy is what happens to a read's connection afterwards.
 	ConnPolicy ConnPolicy
 	// ServerTimeZone is the SQL Server machine's time zone, in which
-	// sys.fn_cdc_map_lsn_to_time returns commit times as local wall clocks
+	// cdc.lsn_time_mapping keeps commit times as local wall clocks
 	// (FACTS.md F08), for example time.LoadLocation("Europe/Berlin"). Nil
-	// means the server's UTC offset now (SYSDATETIMEOFFSET, read again at
-	// most once a minute, the first reading logged): right for a server on
-	// UTC (the default of the mssql/server container images) or on a zone
-	// without daylight saving time. A server whose zone observes daylight
-	// saving time needs this set: an offset applies to every time it
-	// converts, so commits from before a clock change, read after it, come
-	// out an hour off (F37).
+	// means the zone the server names: SQL Server 2022 and later, Azure SQL
+	// Database and Managed Instance answer CURRENT_TIMEZONE_ID() with a
+	// Windows zone name, mapped to its IANA zone by CLDR's windowsZones
+	// (F37; the zone must load: the machine's tz database, or the program
+	// imports time/tzdata). An older server names none: then its UTC offset
+	// now (SYSDATETIMEOFFSET, read again at most once a minute, the first
+	// reading logged), right for a server on UTC or on a zone without
+	// daylight saving time, an hour off across a clock change elsewhere:
+	// set this for such a server. In the hour a fall-back repeats, a
+	// commit reads it the second time once the server's clock has gone
+	// back before it in LSN order (F84).
 	ServerTimeZone *time.Location
 	// AllowChangeFunction lets ReadChanges read a capture instance whose
 	// change table the login may not read through
@@ -123,8 +128,9 @@ const zoneRefresh = time.Minute
 // database/sql and go-mssqldb. It is safe for concurrent use. It learns a
 // few facts about its connections once, when it first needs them, and
 // keeps them: how the driver returns uniqueidentifier bytes (the DSN's
-// "guid conversion" setting, FACTS.md F44), the server's UTC offset when
-// Options.ServerTimeZone is nil, and, per capture instance, whether the
+// "guid conversion" setting, FACTS.md F44), the server's time zone (or its
+// UTC offset) when Options.ServerTimeZone is nil, and, per capture
+// instance, whether the
 // login may read its change table (else it reads changes through
 // cdc.fn_cdc_get_all_changes_<capture instance>).
 type Source struct {
@@ -135,8 +141,11 @@ type Source struct {
 
 	mu          sync.Mutex
 	guid        *bool          // the driver returns RFC byte order; nil until probed
+	named       *time.Location // the zone the server named; nil until asked
+	unnamed     bool           // the server names no zone: use the offset
 	zone        *time.Location // the detected offset; nil until needed
 	zoneAt      time.Time      // when zone was read
+	clockBackNo bool           // cdc.lsn_time_mapping could not be read for a fall-back (logged once)
 	changeTable map[string]changeTableState
 }
 
@@ -203,13 +212,99 @@ func (s *Source) guidConversion(ctx context.Context) (bool, error) {
 	return conv, nil
 }
 
-// serverZone returns Options.ServerTimeZone, else the server's UTC offset
-// (ServerNowStatement), read again when the last reading is older than
-// zoneRefresh.
-func (s *Source) serverZone(ctx context.Context) (*time.Location, error) {
+// serverClock returns the clock that reads the server's commit times:
+// in Options.ServerTimeZone, else in the zone the server names, else (a
+// server before 2022) in its UTC offset now (serverOffset).
+func (s *Source) serverClock(ctx context.Context) (*serverClock, error) {
 	if s.opts.ServerTimeZone != nil {
-		return s.opts.ServerTimeZone, nil
+		return &serverClock{loc: s.opts.ServerTimeZone, secondFrom: s.clockBack}, nil
 	}
+	s.mu.Lock()
+	named, unnamed := s.named, s.unnamed
+	s.mu.Unlock()
+	if named == nil && !unnamed {
+		var err error
+		if named, err = s.namedZone(ctx); err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		s.named, s.unnamed = named, named == nil
+		s.mu.Unlock()
+	}
+	if named != nil {
+		return &serverClock{loc: named, secondFrom: s.clockBack}, nil
+	}
+	off, err := s.serverOffset(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return fixedClock(off), nil
+}
+
+// namedZone asks a server that can name its zone for it (SQL Server 2022
+// and later, Azure SQL: CURRENT_TIMEZONE_ID(), FACTS.md F37) and maps the
+// Windows name to its IANA zone (CLDR's windowsZones, package winzone). Nil
+// means the server names none, or a name that cannot be used (logged).
+func (s *Source) namedZone(ctx context.Context) (*time.Location, error) {
+	rs, err := s.run(ctx, s.db, "reading the server's version", mssqlstmt.ServerVersionStatement())
+	if err != nil {
+		return nil, err
+	}
+	if names, err := parseServerVersion(rs); err != nil || !names {
+		return nil, err
+	}
+	rs, err = s.run(ctx, s.db, "reading the server's time zone", mssqlstmt.TimeZoneIDStatement())
+	if err != nil {
+		return nil, err
+	}
+	win, err := parseTimeZoneID(rs)
+	if err != nil {
+		return nil, err
+	}
+	iana, ok := winzone.IANA(win)
+	if !ok {
+		s.log.WarnContext(ctx, "sqlserver: the server's time zone is not in CLDR's windowsZones: commit times use its UTC offset now; set Options.ServerTimeZone", "zone", win, "cldr", winzone.CLDRVersion)
+		return nil, nil
+	}
+	loc, err := time.LoadLocation(iana)
+	if err != nil {
+		s.log.WarnContext(ctx, "sqlserver: the server's time zone does not load (no tz database? import time/tzdata): commit times use its UTC offset now; set Options.ServerTimeZone", "zone", win, "iana", iana, "error", err)
+		return nil, nil
+	}
+	s.log.DebugContext(ctx, "sqlserver: the server names its time zone", "zone", win, "iana", iana)
+	return loc, nil
+}
+
+// clockBack runs ClockBackStatement for serverClock: the first commit at or
+// below upTo that read the hour [start, end) the second time. A login that
+// may not read cdc.lsn_time_mapping (a least-privilege login reading
+// through the change function) gets every repeated time at its first
+// reading, with a warning.
+func (s *Source) clockBack(ctx context.Context, start, end time.Time, upTo lsn.LSN) (lsn.LSN, bool, error) {
+	rs, err := s.run(ctx, s.db, "finding where the server's clock went back", mssqlstmt.ClockBackStatement(upTo, start, end))
+	if err != nil {
+		if !slices.ContainsFunc(changeTableRefused, func(n int32) bool { return isServerError(err, n) }) {
+			return lsn.LSN{}, false, err
+		}
+		s.mu.Lock()
+		logged := s.clockBackNo
+		s.clockBackNo = true
+		s.mu.Unlock()
+		if !logged {
+			s.log.WarnContext(ctx, "sqlserver: the login may not read cdc.lsn_time_mapping: commit times in an hour a fall-back repeats are read the first time, an hour early after the clock went back; GRANT SELECT ON SCHEMA::cdc", "error", err)
+		}
+		return lsn.LSN{}, false, nil
+	}
+	if len(rs.Rows) == 0 {
+		return lsn.LSN{}, false, nil
+	}
+	l, err := parseLSN("the commit the server's clock went back for", rs)
+	return l.LSN, l.Valid, err
+}
+
+// serverOffset returns the server's UTC offset (ServerNowStatement), read
+// again when the last reading is older than zoneRefresh.
+func (s *Source) serverOffset(ctx context.Context) (*time.Location, error) {
 	s.mu.Lock()
 	z, at := s.zone, s.zoneAt
 	s.mu.Unlock()
@@ -226,7 +321,7 @@ func (s *Source) serverZone(ctx context.Context) (*time.Location, error) {
 	}
 	switch {
 	case z == nil:
-		s.log.InfoContext(ctx, "sqlserver: Options.ServerTimeZone is not set: commit times use the server's UTC offset now; set ServerTimeZone if the server's zone observes daylight saving time", "offset", nz.String())
+		s.log.InfoContext(ctx, "sqlserver: the server names no time zone (before SQL Server 2022) and Options.ServerTimeZone is not set: commit times use the server's UTC offset now; set ServerTimeZone if the server's zone observes daylight saving time", "offset", nz.String())
 	case z.String() != nz.String():
 		s.log.WarnContext(ctx, "sqlserver: the server's UTC offset changed (daylight saving time?): commit times from before the change, read now, are off by the difference; set Options.ServerTimeZone", "was", z.String(), "now", nz.String())
 	}
@@ -248,7 +343,7 @@ func (s *Source) decodeOptions(ctx context.Context, cols []source.Column, zone b
 		}
 	}
 	if zone {
-		if o.serverTZ, err = s.serverZone(ctx); err != nil {
+		if o.clock, err = s.serverClock(ctx); err != nil {
 			return o, err
 		}
 	}
@@ -419,18 +514,23 @@ func (s *Source) MinLSN(ctx context.Context, ci string) (lsn.LSN, bool, error) {
 	return parseMinLSN(ci, rs)
 }
 
-// LSNTime returns sys.fn_cdc_map_lsn_to_time(l) in UTC, reading the
-// server's local time in Options.ServerTimeZone (or the detected offset).
+// LSNTime returns sys.fn_cdc_map_lsn_to_time(l) as an instant in UTC,
+// the zero time for NULL (l is no commit's LSN, FACTS.md F08), reading the
+// server's wall clock in its zone (Options.ServerTimeZone, see there).
 func (s *Source) LSNTime(ctx context.Context, l lsn.LSN) (time.Time, error) {
-	zone, err := s.serverZone(ctx)
-	if err != nil {
-		return time.Time{}, err
-	}
 	rs, err := s.run(ctx, s.db, "fn_cdc_map_lsn_to_time", mssqlstmt.LSNTimeStatement(l))
 	if err != nil {
 		return time.Time{}, err
 	}
-	return parseLSNTime(rs, zone)
+	wall, ok, err := parseLSNTime(rs)
+	if err != nil || !ok {
+		return time.Time{}, err
+	}
+	c, err := s.serverClock(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return c.instant(ctx, wall, l, l, nil)
 }
 
 // IntKeyBounds returns MIN and MAX of the single integer key column.
@@ -754,6 +854,7 @@ func (s *Source) ReadChanges(ctx context.Context, ci *source.CaptureInstance, fr
 		cr.close(true)
 		return nil, err
 	}
+	o.ctx, o.upTo = ctx, cr.to
 	d, err := newChangeDecoder(ci.Columns, o, cr.commandID)
 	if err != nil {
 		cr.rows.Close()

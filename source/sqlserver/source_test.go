@@ -183,6 +183,8 @@ func TestReadChangesDataLoss(t *testing.T) {
 			return []string{""}, [][]any{{max.Bytes()}}, nil
 		case strings.HasPrefix(q, "SELECT SYSDATETIMEOFFSET()"):
 			return []string{"now"}, [][]any{{time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}}, nil
+		case strings.HasPrefix(q, "SELECT CAST(SERVERPROPERTY("):
+			return []string{"major", "edition"}, [][]any{{int64(15), int64(3)}}, nil
 		case strings.Contains(q, "_CT] AS [c]"):
 			return nil, nil, mssql.Error{Number: 229, Message: "The SELECT permission was denied on the object 'dbo_Orders_CT', database 'shop', schema 'cdc'."}
 		case strings.Contains(q, "fn_cdc_get_all_changes_"):

@@ -35,6 +35,23 @@ SELECT sys.fn_cdc_get_min_lsn(@p1);
 -- @p1 = varbinary 0x0000002A00000F380003
 SELECT sys.fn_cdc_map_lsn_to_time(@p1);
 
+-- name: cdc/clock_back
+-- @p1 = varbinary 0x0000002A00000F380003
+-- @p2 = datetime2(7) (civil.DateTime) 2026-10-25T02:00:00
+-- @p3 = datetime2(7) (civil.DateTime) 2026-10-25T03:00:00
+-- @p4 = varbinary 0x00000000000000000000
+-- @p5 = bigint 1
+-- @p6 = bigint -1
+SELECT TOP (@p5) [d].[start_lsn] FROM (SELECT [m].[start_lsn], [m].[tran_end_time], LAG([m].[tran_end_time]) OVER (ORDER BY [m].[start_lsn]) AS [prev] FROM [cdc].[lsn_time_mapping] AS [m] WHERE [m].[start_lsn] <= @p1 AND [m].[start_lsn] >= ISNULL((SELECT TOP (@p5) [b].[start_lsn] FROM [cdc].[lsn_time_mapping] AS [b] WHERE [b].[start_lsn] <= @p1 AND [b].[tran_end_time] < @p2 ORDER BY [b].[start_lsn] DESC), @p4)) AS [d] WHERE [d].[tran_end_time] >= @p2 AND [d].[tran_end_time] < @p3 AND [d].[tran_end_time] < DATEADD(minute, @p6, [d].[prev]) ORDER BY [d].[start_lsn];
+
+-- name: probe/server_version
+-- @p1 = nvarchar N'ProductMajorVersion'
+-- @p2 = nvarchar N'EngineEdition'
+SELECT CAST(SERVERPROPERTY(@p1) AS int) AS [major], CAST(SERVERPROPERTY(@p2) AS int) AS [edition];
+
+-- name: probe/time_zone_id
+SELECT CURRENT_TIMEZONE_ID() AS [zone];
+
 -- name: isolation/read_committed
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 
@@ -85,20 +102,20 @@ SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], CAST([c].[name] 
 -- name: change_table/orders
 -- @p1 = varbinary 0x0000002A00000F380003
 -- @p2 = varbinary 0x0000002A00000F400001
-SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[__$command_id], [c].[id], [c].[amount], CAST([c].[note] AS varbinary(max)) AS [note], CASE WHEN [c].[__$start_lsn] = LAG([c].[__$start_lsn]) OVER (ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation]) THEN NULL ELSE sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) END AS [__$commit_ts] FROM [cdc].[dbo_orders_CT] AS [c] WHERE [c].[__$start_lsn] >= @p1 AND [c].[__$start_lsn] <= @p2 ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation];
+SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[__$command_id], [c].[id], [c].[amount], CAST([c].[note] AS varbinary(max)) AS [note], [m].[tran_end_time] AS [__$commit_ts] FROM [cdc].[dbo_orders_CT] AS [c] LEFT JOIN [cdc].[lsn_time_mapping] AS [m] ON [m].[start_lsn] = [c].[__$start_lsn] WHERE [c].[__$start_lsn] >= @p1 AND [c].[__$start_lsn] <= @p2 ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation];
 
 -- name: change_table/weird_names
 -- @p1 = varbinary 0x0000002A00000F380003
 -- @p2 = varbinary 0x0000002A00000F400001
-SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[__$command_id], [c].[id ]]]]], [c].[ключ], [c].[a b], CASE WHEN [c].[__$start_lsn] = LAG([c].[__$start_lsn]) OVER (ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation]) THEN NULL ELSE sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) END AS [__$commit_ts] FROM [cdc].[sales ]]x_Ördersё_CT] AS [c] WHERE [c].[__$start_lsn] >= @p1 AND [c].[__$start_lsn] <= @p2 ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation];
+SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[__$command_id], [c].[id ]]]]], [c].[ключ], [c].[a b], [m].[tran_end_time] AS [__$commit_ts] FROM [cdc].[sales ]]x_Ördersё_CT] AS [c] LEFT JOIN [cdc].[lsn_time_mapping] AS [m] ON [m].[start_lsn] = [c].[__$start_lsn] WHERE [c].[__$start_lsn] >= @p1 AND [c].[__$start_lsn] <= @p2 ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation];
 
 -- name: change_table/hostile_names
 -- @p1 = varbinary 0x0000002A00000F380003
 -- @p2 = varbinary 0x0000002A00000F400001
-SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[__$command_id], [c].[k;1], [c].[v AS varchar], CASE WHEN [c].[__$start_lsn] = LAG([c].[__$start_lsn]) OVER (ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation]) THEN NULL ELSE sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) END AS [__$commit_ts] FROM [cdc].[dbo_a;b_CT] AS [c] WHERE [c].[__$start_lsn] >= @p1 AND [c].[__$start_lsn] <= @p2 ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation];
+SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[__$command_id], [c].[k;1], [c].[v AS varchar], [m].[tran_end_time] AS [__$commit_ts] FROM [cdc].[dbo_a;b_CT] AS [c] LEFT JOIN [cdc].[lsn_time_mapping] AS [m] ON [m].[start_lsn] = [c].[__$start_lsn] WHERE [c].[__$start_lsn] >= @p1 AND [c].[__$start_lsn] <= @p2 ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation];
 
 -- name: change_table/utf8_and_computed
 -- @p1 = varbinary 0x0000002A00000F380003
 -- @p2 = varbinary 0x0000002A00000F400001
-SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[__$command_id], CAST([c].[name] AS nvarchar(40)) AS [name], CAST([c].[notes] AS nvarchar(max)) AS [notes], CAST([c].[legacy] AS nvarchar(max)) AS [legacy], CAST([c].[code] AS nvarchar(3)) AS [code], CASE WHEN [c].[__$start_lsn] = LAG([c].[__$start_lsn]) OVER (ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation]) THEN NULL ELSE sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) END AS [__$commit_ts] FROM [cdc].[dbo_cities_CT] AS [c] WHERE [c].[__$start_lsn] >= @p1 AND [c].[__$start_lsn] <= @p2 ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation];
+SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[__$command_id], CAST([c].[name] AS nvarchar(40)) AS [name], CAST([c].[notes] AS nvarchar(max)) AS [notes], CAST([c].[legacy] AS nvarchar(max)) AS [legacy], CAST([c].[code] AS nvarchar(3)) AS [code], [m].[tran_end_time] AS [__$commit_ts] FROM [cdc].[dbo_cities_CT] AS [c] LEFT JOIN [cdc].[lsn_time_mapping] AS [m] ON [m].[start_lsn] = [c].[__$start_lsn] WHERE [c].[__$start_lsn] >= @p1 AND [c].[__$start_lsn] <= @p2 ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation];
 

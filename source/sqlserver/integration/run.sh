@@ -77,7 +77,10 @@ done
 
 echo "run.sh: creating the test database" >&2
 docker cp "$here/setup.sql" "$name:/tmp/setup.sql"
-docker exec -e SQLCMDPASSWORD="$sa_pw" "$name" "$sqlcmd" -C -b -S localhost -U sa \
+# -f 65001: setup.sql is UTF-8 and holds non-ASCII names and values; sqlcmd
+# reads a file without a byte-order mark in the console's code page otherwise
+# (sqlcmd utility, option -f).
+docker exec -e SQLCMDPASSWORD="$sa_pw" "$name" "$sqlcmd" -C -b -f 65001 -S localhost -U sa \
   -v READER_PASSWORD="$reader_pw" -i /tmp/setup.sql
 
 enc() { python3 -c 'import sys,urllib.parse;print(urllib.parse.quote(sys.argv[1],safe=""))' "$1"; }

@@ -1,0 +1,33 @@
+package fake
+
+import (
+	"context"
+	"time"
+
+	"github.com/cdcsnap/cdcsnap/lsn"
+)
+
+// MappedCommit is one row of cdc.lsn_time_mapping: a commit's LSN and its
+// commit time (UTC).
+type MappedCommit struct {
+	LSN  lsn.LSN
+	Time time.Time
+}
+
+// Mapping returns the rows of cdc.lsn_time_mapping the capture job has
+// written, in LSN order: the commits with captured changes it has processed.
+func (db *DB) Mapping(ctx context.Context) ([]MappedCommit, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	var out []MappedCommit
+	for _, m := range db.mapping {
+		if db.captured.Less(m.lsn) {
+			break
+		}
+		out = append(out, MappedCommit{LSN: m.lsn, Time: m.ts})
+	}
+	return out, nil
+}
