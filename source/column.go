@@ -38,6 +38,17 @@ type Column struct {
 	// NULL for it in every change row, so a source reads it as NULL in
 	// snapshots too, and snapshot and stream agree.
 	Computed bool `json:"computed,omitempty"`
+	// ID is the column's column_id in the source table as the capture
+	// instance recorded it (sys.sp_cdc_get_captured_columns); 0 when not
+	// known. It stays for the instance's life (FACTS.md F59): a column
+	// dropped and added again under the same name has another id (F61).
+	ID int `json:"column_id,omitempty"`
+	// Dropped marks a captured column the source table no longer has (no
+	// column of the table has its ID: dropped, or dropped and added again
+	// as another column). CDC writes NULL for it in every change row from
+	// the drop on (F60), so a source reads it as a NULL of its type in
+	// snapshots too.
+	Dropped bool `json:"dropped,omitempty"`
 }
 
 // Declared returns the type as it would be declared: "varchar(20)",
