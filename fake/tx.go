@@ -36,7 +36,7 @@ type stmt struct {
 	kind opKind
 	t    *table
 	lay  *layout // the layout vals were checked against
-	key  []any // normalized key of the row updated or deleted
+	key  []any   // normalized key of the row updated or deleted
 	raw  keyrange.Tuple
 	vals []any // the new row of an insert or update
 }
