@@ -444,23 +444,18 @@ func (h *handler) captured(ctx context.Context, a args, w *tdsserver.ResponseWri
 	if err != nil {
 		return err
 	}
-	info, err := h.db.Table(ci.SourceSchema, ci.SourceTable)
-	if err != nil {
-		return err
-	}
 	if err := w.Columns(docColumns(mssqldocs.CapturedColumns)); err != nil {
 		return err
 	}
 	for ord, c := range ci.Columns {
-		id := int64(0)
-		for i, tc := range info.Columns {
-			if tc.Name == c.Name {
-				id = int64(i + 1)
-			}
-		}
+		// The column_id the instance recorded, kept after a drop (FACTS.md
+		// F59, F61); the data type it reports (F62, F64).
 		length, prec, radix, scale, dt := mssqldocs.CapturedColumnMetadata(c)
 		typ := c.Type
-		if err := w.Row(ci.SourceSchema, ci.SourceTable, ci.Name, c.Name, id, int64(ord+1), typ, length, prec, radix, scale, dt); err != nil {
+		if typ == "rowversion" {
+			typ = "timestamp" // the type's name in the catalog
+		}
+		if err := w.Row(ci.SourceSchema, ci.SourceTable, ci.Name, c.Name, int64(c.ID), int64(ord+1), typ, length, prec, radix, scale, dt); err != nil {
 			return err
 		}
 	}
@@ -761,8 +756,8 @@ func resultColumns(ci *source.CaptureInstance, info fake.TableInfo, sel []select
 		}
 		c := ci.Columns[j]
 		for _, tc := range info.Columns {
-			if tc.Name == c.Name {
-				c = tc // the table's collation even where the instance hides it
+			if tc.ID == c.ID {
+				c = tc // the table's type and collation, even where the instance hides it (FACTS.md F61)
 			}
 		}
 		col := tdsserver.Column{Name: c.Name, Type: c.Declared(), Collation: c.Collation, Nullable: nullable || c.Nullable || c.Computed}
@@ -1036,10 +1031,24 @@ func (h *handler) changes(ctx context.Context, sql string, a args, w *tdsserver.
 			return x.Operation < y.Operation
 		})
 	}
+	// The change table's own types (FACTS.md F62, F64), the table's
+	// collations.
+	ct, err := h.db.ChangeTableColumns(ctx, ci.Name)
+	if err != nil {
+		return w.Error(208, 16, 1, fmt.Sprintf("Invalid object name 'cdc.%s'.", object))
+	}
 	info, err := h.db.Table(ci.SourceSchema, ci.SourceTable)
 	if err != nil {
 		return err
 	}
+	for i := range ct {
+		for _, tc := range info.Columns {
+			if tc.ID == ct[i].ID {
+				ct[i].Collation = tc.Collation
+			}
+		}
+	}
+	info.Columns = ct
 	cols, idx, err := resultColumns(ci, info, r.sel, true)
 	if err != nil {
 		return err
