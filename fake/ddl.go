@@ -193,6 +193,13 @@ func convertValue(t *table, v any, from, to source.Column) (any, error) {
 	return checkValue(t, -1, &to, out)
 }
 
+// ConvertValue converts v, a value of type from as the fake stores it, to
+// type to, as a CAST does (see AlterColumn): for a front end that serves
+// the fake's values to a statement that casts them (internal/tdsfake).
+func ConvertValue(v any, from, to source.Column) (any, error) {
+	return convertValue(&table{schema: "(cast)", name: to.Name}, v, from, to)
+}
+
 // Column-changing DDL. SQL Server refuses a DDL on a column an index or
 // the primary key depends on (error 5074); the fake too.
 

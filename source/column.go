@@ -49,6 +49,13 @@ type Column struct {
 	// the drop on (F60), so a source reads it as a NULL of its type in
 	// snapshots too.
 	Dropped bool `json:"dropped,omitempty"`
+	// CastOnRead makes a source read the column, from the table and from
+	// the change table, cast to its captured type, so both reads give one
+	// type: set for an identity column (int or bigint in the change table,
+	// perhaps decimal in the table: FACTS.md F64) and for a column whose
+	// type in the table differs from the captured one (a type change the
+	// capture job has not reached yet, F62).
+	CastOnRead bool `json:"cast_on_read,omitempty"`
 }
 
 // Declared returns the type as it would be declared: "varchar(20)",
