@@ -152,25 +152,32 @@ func convertValue(t *table, v any, from, to source.Column) (any, error) {
 		return c.Type
 	}
 	fk, tk := kind(from), kind(to)
+	i, isInt := v.(int64)
+	d, isDec := v.(keyrange.Decimal)
+	str, isStr := v.(string)
+	switch {
+	case fk == "int" && !isInt, fk == "decimal" && !isDec, fk == "string" && !isStr:
+		return nil, fail("not a value of the type")
+	}
 	out := v
 	switch {
 	case fk == tk:
 	case fk == "int" && tk == "decimal":
-		out = keyrange.Decimal(strconv.FormatInt(v.(int64), 10))
+		out = keyrange.Decimal(strconv.FormatInt(i, 10))
 	case fk == "int" && tk == "float":
-		out = float64(v.(int64))
+		out = float64(i)
 	case fk == "int" && tk == "string":
-		out = strconv.FormatInt(v.(int64), 10)
+		out = strconv.FormatInt(i, 10)
 	case fk == "decimal" && tk == "int":
-		r, ok := new(big.Rat).SetString(string(v.(keyrange.Decimal)))
+		r, ok := new(big.Rat).SetString(string(d))
 		if !ok || !r.IsInt() || !r.Num().IsInt64() {
 			return nil, fail("not an integer in range")
 		}
 		out = r.Num().Int64()
 	case fk == "decimal" && tk == "string":
-		out = string(v.(keyrange.Decimal))
+		out = string(d)
 	case fk == "string" && (tk == "int" || tk == "decimal"):
-		s := strings.TrimSpace(v.(string))
+		s := strings.TrimSpace(str)
 		if tk == "int" {
 			n, err := strconv.ParseInt(s, 10, 64)
 			if err != nil {
@@ -186,8 +193,8 @@ func convertValue(t *table, v any, from, to source.Column) (any, error) {
 	default:
 		return nil, fail("the fake converts only among numbers and text, byte strings and times")
 	}
-	if fk == "string" && tk == "string" && (from.Type == "char" || from.Type == "nchar") && to.Type != "char" && to.Type != "nchar" {
-		out = strings.TrimRight(out.(string), " ")
+	if o, ok := out.(string); ok && fk == "string" && (from.Type == "char" || from.Type == "nchar") && to.Type != "char" && to.Type != "nchar" {
+		out = strings.TrimRight(o, " ")
 	}
 	to.Nullable = true // NULL is not converted; NOT NULL is the table's business
 	return checkValue(t, -1, &to, out)

@@ -154,6 +154,85 @@ type access struct {
 	// unusable says why the key cannot order rows (a column that is not
 	// one, or of a type that has no order): only the whole table reads.
 	unusable string
+	// rep and tab are the key's columns as the capture instance reports
+	// them and as the table has them: they differ for an identity column
+	// reported with its change table's type (FACTS.md F64), and key
+	// values cross between them (in, out).
+	rep, tab []source.Column
+}
+
+// in converts a key value of column i from the reported type to the
+// table's, as SQL Server compares a bound cast to the reported type with
+// the column.
+func (a *access) in(i int, v any) any {
+	if v == nil || i >= len(a.rep) || a.rep[i].Declared() == a.tab[i].Declared() {
+		return v
+	}
+	if x, err := convertValue(a.t, v, a.rep[i], a.tab[i]); err == nil {
+		return x
+	}
+	return v
+}
+
+// out converts a key value of column i from the table's type to the
+// reported one.
+func (a *access) out(i int, v any) any {
+	if v == nil || i >= len(a.rep) || a.rep[i].Declared() == a.tab[i].Declared() {
+		return v
+	}
+	if x, err := convertValue(a.t, v, a.tab[i], a.rep[i]); err == nil {
+		return x
+	}
+	return v
+}
+
+// inPieces converts the values of pieces (see in).
+func (a *access) inPieces(ps []keyrange.Piece) []keyrange.Piece {
+	out := make([]keyrange.Piece, len(ps))
+	for k, p := range ps {
+		p.Eq = a.inTuple(p.Eq)
+		j := len(p.Eq)
+		if p.Lower != nil {
+			b := *p.Lower
+			b.Value = a.in(j, b.Value)
+			p.Lower = &b
+		}
+		if p.Upper != nil {
+			b := *p.Upper
+			b.Value = a.in(j, b.Value)
+			p.Upper = &b
+		}
+		if g := p.Guard; g != nil {
+			gg := *g
+			if gg.Below != nil {
+				below := make(keyrange.Tuple, len(gg.Below))
+				for i, v := range gg.Below {
+					below[i] = a.in(gg.From+i, v)
+				}
+				gg.Below = below
+			}
+			if gg.Above != nil {
+				b := *gg.Above
+				b.Value = a.in(gg.From, b.Value)
+				gg.Above = &b
+			}
+			p.Guard = &gg
+		}
+		out[k] = p
+	}
+	return out
+}
+
+// inTuple converts a tuple of key values (from the first key column on).
+func (a *access) inTuple(t keyrange.Tuple) keyrange.Tuple {
+	if t == nil {
+		return nil
+	}
+	out := make(keyrange.Tuple, len(t))
+	for i, v := range t {
+		out[i] = a.in(i, v)
+	}
+	return out
 }
 
 // accessFor returns the access by ci's key: the table's own order when the
@@ -178,6 +257,11 @@ func (t *table) accessFor(ci *source.CaptureInstance) *access {
 		}
 		a.keyIDs = append(a.keyIDs, t.ids[j])
 		a.keyCols = append(a.keyCols, kc)
+		rep, ok := ci.Column(k)
+		if !ok {
+			rep = t.cols[j]
+		}
+		a.rep, a.tab = append(a.rep, rep), append(a.tab, t.cols[j])
 	}
 	if a.unusable != "" {
 		// Only the whole table can be read, in any order.
@@ -238,7 +322,7 @@ func (a *access) rows(rs *rowset) *rowset {
 func (a *access) keyOf(lay *layout, vals []any) keyrange.Tuple {
 	k := make(keyrange.Tuple, len(a.keyIDs))
 	for i, id := range a.keyIDs {
-		k[i] = vals[lay.position(id)]
+		k[i] = a.out(i, vals[lay.position(id)])
 	}
 	return k
 }

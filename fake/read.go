@@ -37,6 +37,14 @@ func (a *access) compilePieces(r keyrange.Range) ([]seekPiece, error) {
 		}
 		return nil, fmt.Errorf("fake: table %s: %s: only the whole range can be read", a.t, why)
 	}
+	var lo, hi keyrange.Tuple
+	if r.Lower != nil {
+		lo = a.inTuple(r.Lower)
+	}
+	if r.Upper != nil {
+		hi = a.inTuple(r.Upper)
+	}
+	r.Lower, r.Upper = lo, hi
 	ps, err := keyrange.Pieces(a.keyCols, r)
 	if err != nil {
 		return nil, fmt.Errorf("fake: table %s: %w", a.t, err)
@@ -336,7 +344,7 @@ func (db *DB) ScanPieces(ctx context.Context, ci *source.CaptureInstance, pieces
 	if err != nil {
 		return nil, err
 	}
-	compiled, err := a.compile(pieces)
+	compiled, err := a.compile(a.inPieces(pieces))
 	if err != nil {
 		return nil, fmt.Errorf("fake: ScanPieces %s: %w", in.name, err)
 	}
@@ -480,7 +488,7 @@ func (db *DB) SeekKey(ctx context.Context, ci *source.CaptureInstance, iso sourc
 		}
 	}
 	if found != nil && !a.unique {
-		found, examined = a.beyond(rs, found, from, examined)
+		found, examined = a.beyond(rs, found, a.inTuple(from), examined)
 	}
 	t.stats.seeks.Add(1)
 	t.stats.keysExamined.Add(examined)
@@ -526,16 +534,19 @@ func (db *DB) IntKeyBounds(ctx context.Context, ci *source.CaptureInstance) (int
 	if err != nil {
 		return 0, 0, false, err
 	}
-	if len(a.keyCols) != 1 || a.keyCols[0].Kind != keyrange.KindInt {
+	if len(a.keyCols) != 1 || a.rep[0].KeyColumn().Kind != keyrange.KindInt {
 		return 0, 0, false, fmt.Errorf("fake: IntKeyBounds %s: the key %v is not one integer column", in.name, ci.Key)
 	}
-	rs := a.rows(in.t.rows.Load())
+	table := in.t.rows.Load()
+	rs := a.rows(table)
 	p := rs.search(func(r *row) bool { return r.key[0] != nil })
 	if p == rs.end() {
 		return 0, 0, false, nil
 	}
 	lastChunk := rs.chunks[len(rs.chunks)-1].rows
-	return rs.at(p).key[0].(int64), lastChunk[len(lastChunk)-1].key[0].(int64), true, nil
+	lo, _ := a.keyOf(table.lay, rs.at(p).vals)[0].(int64)
+	hi, _ := a.keyOf(table.lay, lastChunk[len(lastChunk)-1].vals)[0].(int64)
+	return lo, hi, true, nil
 }
 
 // RowCount implements source.Source like sp_spaceused: the table's row

@@ -50,9 +50,9 @@ type SchemaChangeError struct {
 	CaptureInstance string
 	// From and To are the LSNs the refused batch would have read.
 	From, To lsn.LSN
-	// DDL are the statements the capture instance recorded up to To that
-	// altered a captured column's type (required_column_update), oldest
-	// first; empty when the source keeps no DDL history.
+	// DDL are the statements the capture instance recorded from From on
+	// that altered a captured column's type (required_column_update),
+	// oldest first; empty when the source keeps no DDL history.
 	DDL []source.DDL
 	// Err is the sink's refusal, naming the columns.
 	Err error
@@ -156,8 +156,11 @@ func ddlHistory(ctx context.Context, src source.Source, captureInstance string, 
 // schemaChange classifies a sink's refusal of a batch's schema.
 func schemaChange(ctx context.Context, src source.Source, captureInstance string, from, to lsn.LSN, refusal error, log *slog.Logger) *SchemaChangeError {
 	e := &SchemaChangeError{CaptureInstance: captureInstance, From: from, To: to, Err: refusal}
+	// A retype reaches the change table when the capture job reaches its
+	// DDL (FACTS.md F62), which can be above the max LSN the batch reads
+	// up to (a DDL is no commit): every retype from the batch's start on.
 	for _, d := range ddlHistory(ctx, src, captureInstance, log) {
-		if d.RequiredColumnUpdate && !to.Less(d.LSN) {
+		if d.RequiredColumnUpdate && !d.LSN.Less(from) {
 			e.DDL = append(e.DDL, d)
 		}
 	}

@@ -128,6 +128,9 @@ func Switch(ctx context.Context, src source.Source, dst Appender, from lsn.LSN, 
 	if a != nil && (!sameTable(a, b) || sink.SameInstance(a.Name, b.Name)) {
 		return res, fmt.Errorf("switch from %q to %q: not two capture instances of one table (%s.%s and %s.%s)", a.Name, b.Name, a.SourceSchema, a.SourceTable, b.SourceSchema, b.SourceTable)
 	}
+	if a != nil && !a.StartLSN.Less(b.StartLSN) {
+		return res, fmt.Errorf("switch from %q to %q: %q is not the newer instance (start_lsn %s, %q's is %s)", a.Name, b.Name, b.Name, b.StartLSN, a.Name, a.StartLSN)
+	}
 	if _, ok, err := src.MinLSN(ctx, b.Name); err != nil {
 		return res, fmt.Errorf("switch to %q: %w", b.Name, err)
 	} else if !ok || b.StartLSN.IsZero() {

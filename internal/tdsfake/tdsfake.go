@@ -573,7 +573,7 @@ func (h *handler) visibleTable(ci *source.CaptureInstance) (fake.TableInfo, bool
 	}
 	for _, c := range ci.Columns {
 		for _, tc := range info.Columns {
-			if tc.Name == c.Name && tc.Collation != c.Collation {
+			if tc.ID == c.ID && tc.Collation != c.Collation {
 				return info, false, nil
 			}
 		}
@@ -837,6 +837,12 @@ func (r *result) value(i int, row []any) (any, error) {
 func resultColumns(ci *source.CaptureInstance, info fake.TableInfo, sel []selected, nullable bool) (*result, error) {
 	res := &result{}
 	for _, s := range sel {
+		if s.Null {
+			res.cols = append(res.cols, tdsserver.Column{Name: s.Name, Type: s.Cast, Nullable: true})
+			res.idx = append(res.idx, -1)
+			res.conv = append(res.conv, nil)
+			continue
+		}
 		j := -1
 		for i, c := range ci.Columns {
 			if c.Name == s.Name {
@@ -870,9 +876,6 @@ func resultColumns(ci *source.CaptureInstance, info fake.TableInfo, sel []select
 				from := c
 				conv = func(v any) (any, error) { return fake.ConvertValue(v, from, to) }
 			}
-		}
-		if s.Null {
-			j = -1
 		}
 		res.cols = append(res.cols, col)
 		res.idx = append(res.idx, j)
