@@ -92,7 +92,10 @@ func (s *MemSink) evolveLocked(rec *arrow.Schema) (*arrow.Schema, error) {
 
 // narrower reports whether every value of Arrow type a fits type b without
 // loss, b being another type: Delta's type widening's pairs (sink/delta's
-// widens) on the types a bronze table has.
+// widens) on the types a bronze table has: integers to wider integers,
+// float32 and integers of 32 bits or fewer to float64, integers to
+// decimals with 10 integer digits (20 for int64), decimals to decimals
+// with at least their integer digits and scale.
 func narrower(a, b arrow.DataType) bool {
 	ints := map[arrow.Type]int{arrow.INT16: 1, arrow.INT32: 2, arrow.INT64: 3}
 	ia, aInt := ints[a.ID()]
@@ -101,6 +104,8 @@ func narrower(a, b arrow.DataType) bool {
 	case aInt && bInt:
 		return ia < ib
 	case a.ID() == arrow.FLOAT32 && b.ID() == arrow.FLOAT64:
+		return true
+	case aInt && ia <= 2 && b.ID() == arrow.FLOAT64:
 		return true
 	case aInt && b.ID() == arrow.DECIMAL128:
 		d := b.(*arrow.Decimal128Type)

@@ -554,26 +554,33 @@ func (d *ddlRun) retype() {
 }
 
 // holds reports whether a bronze column of Arrow type table takes values
-// of type rec without widening (Delta's rule, as sink/delta's evolve
-// applies it): the same type, or rec narrower: an integer of fewer bits,
-// float32 for float64, a decimal with no more integer digits and no more
-// scale.
+// of type rec without widening: Delta's rule as sink/delta's widens states
+// it (PROTOCOL.md "Type Widening"), restated: the same type, or rec
+// narrower: an integer of fewer bits; float32 for float64; an integer of
+// 32 bits or fewer for float64; an integer for a decimal with at least 10
+// integer digits (20 for a 64-bit one); a decimal with no more integer
+// digits and no more scale.
 func holds(table, rec arrow.DataType) bool {
 	if arrow.TypeEqual(table, rec) {
 		return true
 	}
 	bits := map[arrow.Type]int{arrow.INT16: 16, arrow.INT32: 32, arrow.INT64: 64}
+	br, recInt := bits[rec.ID()]
+	switch t := table.(type) {
+	case *arrow.Decimal128Type:
+		if recInt {
+			return int(t.Precision-t.Scale) >= map[bool]int{false: 10, true: 20}[br == 64]
+		}
+		if rd, ok := rec.(*arrow.Decimal128Type); ok {
+			return rd.Scale <= t.Scale && rd.Precision-rd.Scale <= t.Precision-t.Scale
+		}
+		return false
+	}
 	if bt, ok := bits[table.ID()]; ok {
-		br, ok := bits[rec.ID()]
-		return ok && br < bt
+		return recInt && br < bt
 	}
 	if table.ID() == arrow.FLOAT64 {
-		return rec.ID() == arrow.FLOAT32
-	}
-	if td, ok := table.(*arrow.Decimal128Type); ok {
-		if rd, ok := rec.(*arrow.Decimal128Type); ok {
-			return rd.Scale <= td.Scale && rd.Precision-rd.Scale <= td.Precision-td.Scale
-		}
+		return rec.ID() == arrow.FLOAT32 || recInt && br <= 32
 	}
 	return false
 }
