@@ -95,7 +95,7 @@ func TestDDLReadsAgreeOverTheWire(t *testing.T) {
 				}
 				must(db.Load("dbo", "t", fake.Row{nil, "four", nil, int64(44)}))
 
-				src, _, _ := serve(t, db, tdsfake.Options{DenyChangeTables: deny}, sqlserver.Options{})
+				src, _, _ := serve(t, db, tdsfake.Options{DenyChangeTables: deny}, sqlserver.Options{AllowChangeFunction: deny})
 				for _, name := range []string{"dbo_t", "dbo_t_v2"} {
 					want, err := db.CaptureInstance(ctx, name)
 					if err != nil {
@@ -164,7 +164,8 @@ func TestDDLPropertyOverTheWire(t *testing.T) {
 		r := rand.New(rand.NewPCG(seed, uint64(c)))
 		testworld.RunDDL(t, r, testworld.DDLOptions{Case: c, Steps: 30, Identity: c%3 == 0,
 			Serve: func(db *fake.DB) source.Source {
-				src, _, _ := serve(t, db, tdsfake.Options{PageRows: 1 + r.IntN(10), DenyChangeTables: r.IntN(4) == 0}, sqlserver.Options{})
+				deny := r.IntN(4) == 0
+				src, _, _ := serve(t, db, tdsfake.Options{PageRows: 1 + r.IntN(10), DenyChangeTables: deny}, sqlserver.Options{AllowChangeFunction: deny})
 				return src
 			}})
 	}
