@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/cdcsnap/cdcsnap/fake"
 	"github.com/cdcsnap/cdcsnap/internal/testworld"
@@ -83,7 +84,12 @@ func describe(t *testing.T, c context.Context, s *sqlserver.Source, ci string) *
 // readAll reads a whole table of ci, as Go values per column name.
 func readAll(t *testing.T, c context.Context, s *sqlserver.Source, ci *source.CaptureInstance) []map[string]any {
 	t.Helper()
-	rr := tt{t}.must(s.ReadRange(c, ci, keyrange.Range{}, source.ReadOptions{}))
+	return recordMaps(t, tt{t}.must(s.ReadRange(c, ci, keyrange.Range{}, source.ReadOptions{})))
+}
+
+// recordMaps reads (and releases) rr as Go values per column name.
+func recordMaps(t *testing.T, rr array.RecordReader) []map[string]any {
+	t.Helper()
 	defer rr.Release()
 	var out []map[string]any
 	for rr.Next() {
