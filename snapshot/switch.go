@@ -212,13 +212,9 @@ func otherInstance(ctx context.Context, src source.Source, ci *source.CaptureIns
 }
 
 // PickInstance returns the capture instance a bootstrap into dst should
-// use for the table that captureInstance captures, by this rule: when dst
-// holds a snapshot (whole, or chunked) of one of the table's capture
-// instances, the one with the newest such snapshot, whose stream then
-// moves to the newer instance with Switch; otherwise the instance with
-// the highest start_lsn (the newest: it captures the table's columns as
-// they are now and outlives the older, which is to be disabled, FACTS.md
-// F66). With one instance it is that one.
+// use for the table that captureInstance captures, by PickAmong's rule
+// over the table's capture instances (src must list them: InstanceLister).
+// With one instance it is that one.
 func PickInstance(ctx context.Context, src source.Source, dst sink.Sink, captureInstance string) (string, error) {
 	ci, err := src.CaptureInstance(ctx, captureInstance)
 	if err != nil {
@@ -231,19 +227,37 @@ func PickInstance(ctx context.Context, src source.Source, dst sink.Sink, capture
 	if len(list) <= 1 {
 		return ci.Name, nil
 	}
+	pick, err := PickAmong(ctx, dst, list)
+	if err != nil {
+		return "", fmt.Errorf("pick instance of %q: %w", captureInstance, err)
+	}
+	return pick, nil
+}
+
+// PickAmong returns which of a table's capture instances (one or two) a
+// bootstrap into dst uses, by this rule: when dst holds a snapshot (whole,
+// or chunked) of one of them, the one with the newest such snapshot, whose
+// stream then moves to the newer instance with Switch; otherwise the
+// instance with the highest start_lsn (the newest: it captures the table's
+// columns as they are now and outlives the older, which is to be
+// disabled, FACTS.md F66).
+func PickAmong(ctx context.Context, dst sink.Sink, instances []source.CaptureInstance) (string, error) {
+	if len(instances) == 0 {
+		return "", errors.New("no capture instance to pick")
+	}
 	best, bestLSN := "", lsn.LSN{}
-	for _, x := range list {
+	for _, x := range instances {
 		var l lsn.LSN
 		if s, err := dst.FindSnapshot(ctx, x.Name); err == nil {
 			l = s.LSN
 		} else if !errors.Is(err, sink.ErrNotFound) {
-			return "", fmt.Errorf("pick instance of %q: %w", captureInstance, err)
+			return "", err
 		}
 		if cs, ok := dst.(sink.ChunkSink); ok {
 			if c, err := cs.FindChunked(ctx, x.Name); err == nil && l.Less(c.LSN) {
 				l = c.LSN
 			} else if err != nil && !errors.Is(err, sink.ErrNotFound) {
-				return "", fmt.Errorf("pick instance of %q: %w", captureInstance, err)
+				return "", err
 			}
 		}
 		if !l.IsZero() && (best == "" || bestLSN.Less(l)) {
@@ -253,6 +267,6 @@ func PickInstance(ctx context.Context, src source.Source, dst sink.Sink, capture
 	if best != "" {
 		return best, nil
 	}
-	newest := slices.MaxFunc(list, func(x, y source.CaptureInstance) int { return x.StartLSN.Compare(y.StartLSN) })
+	newest := slices.MaxFunc(instances, func(x, y source.CaptureInstance) int { return x.StartLSN.Compare(y.StartLSN) })
 	return newest.Name, nil
 }
