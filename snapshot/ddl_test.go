@@ -19,7 +19,7 @@ import (
 // rowversion. Rerun a failure with CDCSNAP_SEED.
 func TestDDLProperty(t *testing.T) {
 	seed := testworld.Seed(t, 0)
-	cases := 300
+	cases := 200
 	if testing.Short() {
 		cases = 60
 	}
