@@ -45,7 +45,10 @@ type Options struct {
 	// the source table's schema and name and the capture instance's name,
 	// e.g. "s3://lake/bronze/{schema}/{table}". A '{' or '}' outside those
 	// placeholders is refused. A template that maps two selected instances
-	// to one target is refused (*CollisionError) before any is read, and
+	// to one target is refused (*CollisionError) before any is read,
+	// unless they are the two capture instances of one table (during a
+	// schema change), which are one table: the one snapshot.PickAmong
+	// picks is bootstrapped, and
 	// a name holding '/', '\', '?', '#', '%' or a control character, or
 	// "." or "..", fails its own instance (ErrInvalidTarget).
 	Target string
@@ -167,6 +170,9 @@ type Result struct {
 	Err error
 
 	instance *source.CaptureInstance // as described, for PerTable
+	// alternates are the table's other capture instance when both were
+	// selected into one target: bootstrapOne picks one.
+	alternates []source.CaptureInstance
 }
 
 // InstanceError is one capture instance's failure. It wraps the cause
@@ -269,8 +275,8 @@ func Bootstrap(ctx context.Context, src source.Source, opts Options) ([]Result, 
 		return nil, ErrNoneSelected
 	}
 
-	results := describe(ctx, lim, candidates, tmpl, opts)
-	if err := checkCollisions(results); err != nil {
+	results, err := checkCollisions(describe(ctx, lim, candidates, tmpl, opts))
+	if err != nil {
 		return nil, err
 	}
 	order := make([]int, len(results))
@@ -355,20 +361,33 @@ func describe(ctx context.Context, lim *limited, candidates []source.CaptureInst
 	return results
 }
 
-// checkCollisions refuses two instances with one target (ignoring case).
-func checkCollisions(results []Result) error {
-	seen := map[string]string{}
+// checkCollisions refuses two instances with one target (ignoring case),
+// unless they are the two capture instances of one table (during a schema
+// change, FACTS.md F66): they are one table then, one Result, and
+// bootstrapOne picks the instance by snapshot.PickAmong's rule.
+func checkCollisions(results []Result) ([]Result, error) {
+	seen := map[string]int{}
+	var out []Result
 	for _, r := range results {
 		if r.Target == "" {
+			out = append(out, r)
 			continue
 		}
 		k := strings.ToLower(r.Target)
-		if other, ok := seen[k]; ok {
-			return &CollisionError{Target: r.Target, Instances: [2]string{other, r.CaptureInstance}}
+		i, ok := seen[k]
+		if !ok {
+			seen[k] = len(out)
+			out = append(out, r)
+			continue
 		}
-		seen[k] = r.CaptureInstance
+		o := &out[i]
+		if o.instance == nil || r.instance == nil || strings.EqualFold(o.instance.Name, r.instance.Name) ||
+			!strings.EqualFold(o.SourceSchema, r.SourceSchema) || !strings.EqualFold(o.SourceTable, r.SourceTable) || len(o.alternates) > 0 {
+			return nil, &CollisionError{Target: r.Target, Instances: [2]string{o.CaptureInstance, r.CaptureInstance}}
+		}
+		o.alternates = append(o.alternates, *r.instance)
 	}
-	return nil
+	return out, nil
 }
 
 // runTables bootstraps the described tables, opts.Tables at once, in
@@ -423,6 +442,20 @@ func bootstrapOne(ctx context.Context, lim *limited, res *Result, progress func(
 				opts.Logger.WarnContext(ctx, "closing the target", "target", res.Target, "error", err)
 			}
 		}()
+	}
+	if len(res.alternates) > 0 {
+		// Two capture instances of one table (a schema change): the one
+		// whose snapshot the target holds, else the newer.
+		pick, err := snapshot.PickAmong(ctx, dst, append([]source.CaptureInstance{*res.instance}, res.alternates...))
+		if err != nil {
+			return snapshot.Result{}, lsn.LSN{}, fmt.Errorf("picking between the table's capture instances: %w", err)
+		}
+		for _, a := range res.alternates {
+			if a.Name == pick {
+				opts.Logger.InfoContext(ctx, "two capture instances of one table: bootstrapping the one the rule picks", "picked", pick, "other", res.CaptureInstance)
+				res.CaptureInstance, res.instance = pick, &a
+			}
+		}
 	}
 	so := opts.Snapshot
 	if opts.PerTable != nil {

@@ -210,14 +210,18 @@ func TestRefusedBeforeIO(t *testing.T) {
 	}
 }
 
-// TestCollision: a template that sends two instances to one target is
-// refused before anything is opened; so is one that differs only in case.
+// TestCollision: a template that sends two instances of different tables
+// to one target is refused before anything is opened; so is one that
+// differs only in case. The two capture instances of one table (a schema
+// change, FACTS.md F66) are one table: the one snapshot.PickAmong picks is
+// bootstrapped, the newer into an empty target, and on a rerun the one
+// whose snapshot the target holds.
 func TestCollision(t *testing.T) {
 	db := smallDB(t, 2)
 	if _, err := db.EnableCDC("dbo", "t01", "dbo_t01_v2"); err != nil {
 		t.Fatal(err)
 	}
-	for _, tmpl := range []string{"mem://{schema}", "mem://{table}", "mem://{schema}/{table}"} {
+	for _, tmpl := range []string{"mem://{schema}", "mem://x"} {
 		opened := false
 		_, err := Bootstrap(context.Background(), newProbe(db), Options{Target: tmpl, Open: func(context.Context, string) (sink.Sink, error) {
 			opened = true
@@ -235,6 +239,30 @@ func TestCollision(t *testing.T) {
 	_, err := Bootstrap(context.Background(), newProbe(db), Options{Select: Selection{Names: []string{"dbo_t00", "DBO_T00"}}, Target: "mem://{capture_instance}", Open: newSinks(t).open})
 	if !errors.Is(err, ErrTargetCollision) {
 		t.Fatalf("names differing in case: got %v", err)
+	}
+	// One table, two instances, one target.
+	sinks := newSinks(t)
+	results, err := Bootstrap(context.Background(), newProbe(db), Options{Target: "mem://{schema}/{table}", Open: sinks.open})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var t01 []string
+	for _, r := range results {
+		if r.SourceTable == "t01" {
+			t01 = append(t01, r.CaptureInstance)
+		}
+	}
+	if len(t01) != 1 || t01[0] != "dbo_t01_v2" {
+		t.Fatalf("the table with two instances bootstrapped as %v, want the newer dbo_t01_v2 alone", t01)
+	}
+	// A target holding the older instance's snapshot keeps it.
+	older := newSinks(t)
+	if _, err := Bootstrap(context.Background(), newProbe(db), Options{Select: Selection{Names: []string{"dbo_t01"}}, Target: "mem://{schema}/{table}", Open: older.open}); err != nil {
+		t.Fatal(err)
+	}
+	results, err = Bootstrap(context.Background(), newProbe(db), Options{Select: Selection{Names: []string{"dbo_t01", "dbo_t01_v2"}}, Target: "mem://{schema}/{table}", Open: older.open})
+	if err != nil || len(results) != 1 || results[0].CaptureInstance != "dbo_t01" {
+		t.Fatalf("rerun with the older instance's snapshot in the target: %+v, %v", results, err)
 	}
 }
 

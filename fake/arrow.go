@@ -20,40 +20,35 @@ import (
 // a builder.
 type appendFunc func(b array.Builder, v any) error
 
-// encoder converts rows of a table to Arrow, one appendFunc per captured
-// column.
+// encoder converts a capture instance's rows (its captured columns'
+// values, in the types it reports) to Arrow, one appendFunc per column.
 type encoder struct {
-	idx      []int // the captured columns' positions in the row
-	fns      []appendFunc
-	computed []bool
+	fns []appendFunc
 }
 
-func newEncoder(cols []source.Column, idx []int) (*encoder, error) {
-	e := &encoder{idx: idx}
+func newEncoder(cols []source.Column) (*encoder, error) {
+	e := &encoder{}
 	for _, c := range cols {
 		f, err := appender(c)
 		if err != nil {
 			return nil, err
 		}
 		e.fns = append(e.fns, f)
-		e.computed = append(e.computed, c.Computed)
 	}
 	return e, nil
 }
 
-// appendRow appends the captured values of vals (a table row) to the first
-// len(idx) fields of rb. A column the row predates (added later) is NULL,
-// and so is a computed column: CDC writes NULL for it in every change row,
-// and a snapshot follows the stream (FACTS.md F13), as source/sqlserver
-// reads it.
+// appendRow appends vals, one value per captured column (nil for NULL:
+// a computed column, a column the row predates or the table no longer
+// has, FACTS.md F13, F60), to the first len(vals) fields of rb.
 func (e *encoder) appendRow(rb *array.RecordBuilder, vals []any) error {
-	for i, j := range e.idx {
+	for i, v := range vals {
 		b := rb.Field(i)
-		if j >= len(vals) || vals[j] == nil || e.computed[i] {
+		if v == nil {
 			b.AppendNull()
 			continue
 		}
-		if err := e.fns[i](b, vals[j]); err != nil {
+		if err := e.fns[i](b, v); err != nil {
 			return err
 		}
 	}

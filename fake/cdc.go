@@ -3,6 +3,7 @@ package fake
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -20,13 +21,15 @@ const MaxInstancesPerTable = 2
 type instance struct {
 	name    string
 	t       *table
-	colIdx  []int           // captured columns' positions in t's columns
-	cols    []source.Column // captured columns as the instance reports them
+	ids     []int           // captured columns' column_ids, fixed for the instance's life (FACTS.md F59)
+	cols    []source.Column // captured columns as the instance reports them; replaced, never changed in place
+	ct      []source.Column // their types in the change table (F64); replaced, never changed in place
 	key     []string
 	start   lsn.LSN
 	min     lsn.LSN
-	changes []*change // in (start_lsn, command_id, seqval, operation) order
-	denied  bool      // the login may not read the instance's changes
+	changes []*change    // in (start_lsn, command_id, seqval, operation) order; values in ct's types
+	ddl     []source.DDL // the DDL history (F65)
+	denied  bool         // the login may not read the instance's changes
 }
 
 // EnableCDC creates a capture instance on a table, as
@@ -69,9 +72,10 @@ func (db *DB) newInstanceLocked(t *table, instanceName string, columns []string)
 	if !t.keyless {
 		in.key = append([]string(nil), t.keyNames...)
 	}
+	var idx []int
 	if len(columns) == 0 {
 		for i := range t.cols {
-			in.colIdx = append(in.colIdx, i)
+			idx = append(idx, i)
 		}
 	}
 	for _, c := range columns {
@@ -84,20 +88,24 @@ func (db *DB) newInstanceLocked(t *table, instanceName string, columns []string)
 		if j < 0 {
 			return nil, fmt.Errorf("fake: enable CDC on %s: captured column %q is not a column of the table", t, c)
 		}
-		for _, k := range in.colIdx {
-			if k == j {
-				return nil, fmt.Errorf("fake: enable CDC on %s: column %q listed twice", t, c)
-			}
+		if slices.Contains(idx, j) {
+			return nil, fmt.Errorf("fake: enable CDC on %s: column %q listed twice", t, c)
 		}
-		in.colIdx = append(in.colIdx, j)
+		idx = append(idx, j)
 	}
-	sort.Ints(in.colIdx)
-	for _, j := range in.colIdx {
+	sort.Ints(idx)
+	for _, j := range idx {
 		c := t.cols[j]
 		if t.hidden[j] {
 			c.Collation = ""
 		}
+		ct := changeTableType(c, j == t.identity)
+		if db.opts.ReportChangeTableTypes {
+			c = ct
+		}
+		in.ids = append(in.ids, t.ids[j])
 		in.cols = append(in.cols, c)
+		in.ct = append(in.ct, ct)
 	}
 	return in, nil
 }
@@ -133,13 +141,26 @@ func (db *DB) DisableCDC(instanceName string) error {
 	return nil
 }
 
+// describe describes in as SQL Server does (db.mu held): its captured
+// columns with the types it reports and their column_ids (FACTS.md F59),
+// the table's nullability where the table still has the column, Dropped
+// where it does not (F60, F61).
 func (in *instance) describe() *source.CaptureInstance {
+	cols := append([]source.Column(nil), in.cols...)
+	for i := range cols {
+		cols[i].ID = in.ids[i]
+		if j := in.t.lay.position(in.ids[i]); j >= 0 {
+			cols[i].Nullable = in.t.cols[j].Nullable
+		} else {
+			cols[i].Dropped, cols[i].Nullable = true, true
+		}
+	}
 	ci := &source.CaptureInstance{
 		Name:         in.name,
 		SourceSchema: in.t.schema,
 		SourceTable:  in.t.name,
 		StartLSN:     in.min, // cleanup raises start_lsn (FACTS.md F20)
-		Columns:      append([]source.Column(nil), in.cols...),
+		Columns:      cols,
 		Key:          append([]string(nil), in.key...),
 	}
 	ci.Indexes, ci.Heap = in.t.describeIndexes()
@@ -407,11 +428,16 @@ func (db *DB) ReadChanges(ctx context.Context, ci *source.CaptureInstance, from,
 	}
 	db.mu.RLock()
 	in, err := db.readableLocked(ci.Name)
+	var cols []source.Column
+	var conv func([]any) ([]any, error)
+	if err == nil {
+		cols, conv = in.cols, in.converter()
+	}
 	db.mu.RUnlock()
 	if err != nil {
 		return nil, err
 	}
-	schema, err := source.ChangeSchema(in.cols)
+	schema, err := source.ChangeSchema(cols)
 	if err != nil {
 		return nil, fmt.Errorf("fake: ReadChanges %s: %w", in.name, err)
 	}
@@ -426,7 +452,7 @@ func (db *DB) ReadChanges(ctx context.Context, ci *source.CaptureInstance, from,
 	}
 	changes := changesBetween(in.changes, from, to)
 	db.mu.RUnlock()
-	enc, err := newEncoder(in.cols, in.colIdx)
+	enc, err := newEncoder(cols)
 	if err != nil {
 		return nil, fmt.Errorf("fake: ReadChanges %s: %w", in.name, err)
 	}
@@ -446,10 +472,17 @@ func (db *DB) ReadChanges(ctx context.Context, ci *source.CaptureInstance, from,
 		for len(changes) > 0 && n < DefaultBatchRows {
 			c := changes[0]
 			changes = changes[1:]
-			if err := enc.appendRow(rr.rb, c.vals); err != nil {
+			vals := c.vals
+			if conv != nil {
+				// The change table's types to the reported ones (F64).
+				if vals, err = conv(vals); err != nil {
+					return n, fmt.Errorf("fake: ReadChanges %s: %w", in.name, err)
+				}
+			}
+			if err := enc.appendRow(rr.rb, vals); err != nil {
 				return n, err
 			}
-			enc.appendChangeMeta(rr.rb, len(in.cols), c)
+			enc.appendChangeMeta(rr.rb, len(cols), c)
 			n++
 		}
 		return n, nil
@@ -458,9 +491,10 @@ func (db *DB) ReadChanges(ctx context.Context, ci *source.CaptureInstance, from,
 }
 
 // ChangeRow is one row of a capture instance's change table,
-// cdc.[<capture instance>_CT]: the captured columns' values as the table
-// held them (computed columns and the large objects CDC leaves out are
-// nil: FACTS.md F13), and the row's metadata.
+// cdc.[<capture instance>_CT]: the captured columns' values as the change
+// table holds them, in its types (ChangeTableColumns; computed columns,
+// the large objects CDC leaves out and columns the table no longer had are
+// nil: FACTS.md F13, F60), and the row's metadata.
 type ChangeRow struct {
 	StartLSN, Seqval lsn.LSN
 	// Operation is 1 delete, 2 insert, 3 update before, 4 update after.
@@ -497,7 +531,29 @@ func (db *DB) ChangeRows(ctx context.Context, ci *source.CaptureInstance, from, 
 	}
 	var out []ChangeRow
 	for _, c := range changesBetween(in.changes, from, to) {
-		out = append(out, ChangeRow{StartLSN: c.lsn, Seqval: c.seqval, Operation: c.op, CommandID: c.cmd, CommitTS: c.ts, Values: in.capturedValues(c.vals)})
+		out = append(out, ChangeRow{StartLSN: c.lsn, Seqval: c.seqval, Operation: c.op, CommandID: c.cmd, CommitTS: c.ts, Values: append([]any(nil), c.vals...)})
+	}
+	return out, nil
+}
+
+// ChangeTableColumns returns the captured columns of a capture instance as
+// its change table types them: the source's types, but int or bigint for
+// an identity column and binary(8) for a rowversion (FACTS.md F64). A
+// dropped instance, or one the login may not read, is a
+// *source.AccessError.
+func (db *DB) ChangeTableColumns(ctx context.Context, captureInstance string) ([]source.Column, error) {
+	if err := db.enter(ctx, OpReadChanges); err != nil {
+		return nil, err
+	}
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	in, err := db.readableLocked(captureInstance)
+	if err != nil {
+		return nil, err
+	}
+	out := append([]source.Column(nil), in.ct...)
+	for i := range out {
+		out[i].ID, out[i].Nullable = in.ids[i], true
 	}
 	return out, nil
 }
@@ -507,19 +563,6 @@ func changesBetween(changes []*change, from, to lsn.LSN) []*change {
 	lo := sort.Search(len(changes), func(i int) bool { return !changes[i].lsn.Less(from) })
 	hi := sort.Search(len(changes), func(i int) bool { return to.Less(changes[i].lsn) })
 	return changes[lo:max(lo, hi)]
-}
-
-// capturedValues picks the instance's captured columns out of a table row
-// (or a change's image): NULL for a column the row predates, and for a
-// computed column, as CDC writes it (FACTS.md F13).
-func (in *instance) capturedValues(vals []any) []any {
-	out := make([]any, len(in.colIdx))
-	for i, j := range in.colIdx {
-		if j < len(vals) && !in.cols[i].Computed {
-			out[i] = vals[j]
-		}
-	}
-	return out
 }
 
 // CaptureInstanceNames returns the names of the capture instances the

@@ -51,6 +51,12 @@ type Options struct {
 	// DefaultCollation is the collation of string columns that declare
 	// none; empty means DefaultCollation.
 	DefaultCollation string
+	// ReportChangeTableTypes makes capture instances report identity and
+	// rowversion columns with their change table's types (int or bigint,
+	// binary(8)) instead of the source table's: which of the two
+	// sys.sp_cdc_get_captured_columns reports is not documented (FACTS.md
+	// F64), so tests run both.
+	ReportChangeTableTypes bool
 }
 
 // ColumnDef declares a table column.
@@ -75,7 +81,19 @@ type ColumnDef struct {
 	// too, as source/sqlserver does, so snapshot and stream agree
 	// (FACTS.md F13). A key column cannot be computed.
 	Computed bool
+	// Identity makes the column the table's IDENTITY(1,1) column (one at
+	// most; tinyint, smallint, int, bigint, or decimal/numeric of scale 0;
+	// NOT NULL): an insert that leaves it NULL gets the next value, one
+	// that gives a value takes it (as SET IDENTITY_INSERT ON) and raises
+	// the next above it, an update keeps it. Its change-table type is int
+	// or bigint (FACTS.md F64).
+	Identity bool
 }
+
+// A column of type rowversion (or timestamp) takes its value from the
+// database on every insert and update, 8 bytes of a counter the whole
+// database shares (@@DBTS); a row gives nil for it. Its change-table type
+// is binary(8) (FACTS.md F64).
 
 // TableDef declares a table.
 type TableDef struct {
@@ -148,8 +166,11 @@ type Row []any
 type TableInfo struct {
 	// Schema and Name name the table as it was created.
 	Schema, Name string
-	// Columns are every column in ordinal order, collations visible.
+	// Columns are every column in ordinal order, collations visible, each
+	// with its column_id (source.Column.ID) as sys.columns shows it.
 	Columns []source.Column
+	// Identity names the identity column; empty when there is none.
+	Identity string
 	// Key names the primary key columns in index order.
 	Key []string
 	// KeyColumns are the key columns as keyrange orders them.
@@ -185,7 +206,12 @@ type tableStats struct {
 type table struct {
 	schema, name string
 	cols         []source.Column
-	hidden       []bool // collation hidden from capture instances
+	ids          []int   // column_id of each column (sys.columns)
+	nextID       int     // the last column_id given
+	lay          *layout // cols and ids, as the current rowset's rows follow them
+	identity     int     // the identity column's position; -1 when none
+	identNext    int64   // the last identity value given
+	hidden       []bool  // collation hidden from capture instances
 	keyNames     []string
 	keyIdx       []int
 	keyCols      []keyrange.Column
@@ -236,6 +262,7 @@ type DB struct {
 	captured  lsn.LSN   // the capture job's position: everything at or below it is processed
 	sinceJob  int
 	replica   lsn.LSN // SetReplicaMaxLSN; zero: reads see the primary
+	dbts      uint64  // the last rowversion given (@@DBTS)
 
 	faultMu   sync.Mutex
 	failNext  map[Op]error
@@ -302,7 +329,7 @@ func (db *DB) CreateTable(def TableDef) error {
 	if len(def.Key) == 0 {
 		return fmt.Errorf("fake: create table %s: no primary key (the fake needs one to order rows)", name)
 	}
-	t := &table{schema: def.Schema, name: def.Name}
+	t := &table{schema: def.Schema, name: def.Name, identity: -1}
 	seen := map[string]bool{}
 	for _, cd := range def.Columns {
 		c, err := db.column(name, cd)
@@ -313,9 +340,24 @@ func (db *DB) CreateTable(def TableDef) error {
 			return fmt.Errorf("fake: create table %s: column %q declared twice", name, c.Name)
 		}
 		seen[strings.ToLower(c.Name)] = true
+		if cd.Identity {
+			switch {
+			case t.identity >= 0:
+				return fmt.Errorf("fake: create table %s: columns %q and %q are both identity columns: a table has one at most", name, t.cols[t.identity].Name, c.Name)
+			case !identityType(c) || c.Nullable || c.Computed:
+				return fmt.Errorf("fake: create table %s: identity column %q must be NOT NULL, not computed, and an integer or decimal of scale 0 (it is %s)", name, c.Name, c.Declared())
+			}
+			t.identity = len(t.cols)
+		}
+		if isRowversion(c) && c.Nullable {
+			return fmt.Errorf("fake: create table %s: rowversion column %q is NOT NULL", name, c.Name)
+		}
 		t.cols = append(t.cols, c)
+		t.nextID++
+		t.ids = append(t.ids, t.nextID)
 		t.hidden = append(t.hidden, cd.HideCollation)
 	}
+	t.lay = &layout{cols: t.cols, ids: t.ids}
 	for _, k := range def.Key {
 		j := -1
 		for i, c := range t.cols {
@@ -334,6 +376,9 @@ func (db *DB) CreateTable(def TableDef) error {
 		if t.cols[j].Computed {
 			return fmt.Errorf("fake: create table %s: key column %q is computed: CDC writes NULL for computed columns in change rows", name, k)
 		}
+		if isRowversion(t.cols[j]) {
+			return fmt.Errorf("fake: create table %s: key column %q is a rowversion, which every update changes", name, k)
+		}
 		kc := t.cols[j].KeyColumn()
 		if kc.Kind == keyrange.KindUnsupported {
 			return fmt.Errorf("fake: create table %s: key column %q has type %s, which cannot be a key", name, k, t.cols[j].Declared())
@@ -346,7 +391,7 @@ func (db *DB) CreateTable(def TableDef) error {
 	if err := t.defineIndexes(def); err != nil {
 		return err
 	}
-	t.rows.Store(&rowset{})
+	t.rows.Store(&rowset{lay: t.lay})
 	load, err := t.defRows(def.Rows)
 	if err != nil {
 		return err
@@ -400,7 +445,19 @@ func (t *table) defRows(rows []Row) ([]stmt, error) {
 		if err != nil {
 			return nil, err
 		}
-		stmts[i] = stmt{kind: opInsert, t: t, vals: vals}
+		if j := t.identity; j >= 0 {
+			// The commit would give it the same value: the key check
+			// below needs it now.
+			if vals[j] == nil {
+				t.identNext++
+				if vals[j], err = convertValue(t, t.identNext, source.Column{Type: "bigint"}, t.cols[j]); err != nil {
+					return nil, err
+				}
+			} else if n, err := identityNumber(vals[j]); err == nil {
+				t.identNext = max(t.identNext, n)
+			}
+		}
+		stmts[i] = stmt{kind: opInsert, t: t, lay: t.lay, vals: vals}
 		keys[i] = t.newRow(vals).key
 		byKey[i] = i
 	}
@@ -444,43 +501,6 @@ func (db *DB) column(table string, cd ColumnDef) (source.Column, error) {
 	return c, nil
 }
 
-// AddColumn appends a column to a table, as ALTER TABLE ADD does: existing
-// rows get NULL, so the column must be nullable. Capture instances enabled
-// before keep capturing the columns they had; enable a second instance to
-// capture it (the schema-change procedure).
-func (db *DB) AddColumn(schema, name string, cd ColumnDef) error {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	t, err := db.tableLocked(schema, name)
-	if err != nil {
-		return err
-	}
-	c, err := db.column(t.String(), cd)
-	if err != nil {
-		return err
-	}
-	if !c.Nullable {
-		return fmt.Errorf("fake: alter table %s add %q: existing rows would be NULL in a NOT NULL column", t, c.Name)
-	}
-	for _, o := range t.cols {
-		if strings.EqualFold(o.Name, c.Name) {
-			return fmt.Errorf("fake: alter table %s add %q: column %q exists", t, c.Name, o.Name)
-		}
-	}
-	db.gen++
-	old := t.rows.Load()
-	w := &rowsetWriter{gen: db.gen}
-	old.all(func(r *row) bool {
-		vals := append(append(make([]any, 0, len(r.vals)+1), r.vals...), nil)
-		w.insertAt(w.s.end(), &row{key: r.key, vals: vals})
-		return true
-	})
-	t.cols = append(append([]source.Column(nil), t.cols...), c)
-	t.hidden = append(append([]bool(nil), t.hidden...), cd.HideCollation)
-	t.rows.Store(w.done())
-	return nil
-}
-
 // Table describes a table.
 func (db *DB) Table(schema, name string) (TableInfo, error) {
 	db.mu.RLock()
@@ -489,10 +509,19 @@ func (db *DB) Table(schema, name string) (TableInfo, error) {
 	if err != nil {
 		return TableInfo{}, err
 	}
+	cols := append([]source.Column(nil), t.cols...)
+	for j := range cols {
+		cols[j].ID = t.ids[j]
+	}
+	identity := ""
+	if t.identity >= 0 {
+		identity = t.cols[t.identity].Name
+	}
 	return TableInfo{
 		Schema:     t.schema,
 		Name:       t.name,
-		Columns:    append([]source.Column(nil), t.cols...),
+		Identity:   identity,
+		Columns:    cols,
 		Key:        append([]string(nil), t.keyNames...),
 		KeyColumns: append([]keyrange.Column(nil), t.keyCols...),
 		KeyIndexes: append([]int(nil), t.keyIdx...),
@@ -616,6 +645,7 @@ const (
 	OpSeekKey         Op = "SeekKey"
 	OpReadRange       Op = "ReadRange"
 	OpReadChanges     Op = "ReadChanges"
+	OpDDLHistory      Op = "DDLHistory"
 	OpCommit          Op = "Commit"
 )
 

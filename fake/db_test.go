@@ -510,7 +510,7 @@ func TestSchemaChangeWithTwoInstances(t *testing.T) {
 	db := ordersDB(t, fake.Options{})
 	v1 := must[*source.CaptureInstance](t)(db.EnableCDC("dbo", "orders", "v1"))
 	must[lsn.LSN](t)(db.Load("dbo", "orders", fake.Row{int64(1), "a", nil}))
-	check(t, db.AddColumn("dbo", "orders", fake.ColumnDef{Name: "region", Type: "varchar(5)", Nullable: true}))
+	must[lsn.LSN](t)(db.AddColumn("dbo", "orders", fake.ColumnDef{Name: "region", Type: "varchar(5)", Nullable: true}))
 	v2 := must[*source.CaptureInstance](t)(db.EnableCDC("dbo", "orders", "v2"))
 	must[lsn.LSN](t)(db.Load("dbo", "orders", fake.Row{int64(2), "b", nil, "eu"}))
 	if len(v2.Columns) != 4 || len(v1.Columns) != 3 {

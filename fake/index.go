@@ -15,7 +15,7 @@ import (
 type index struct {
 	name      string
 	colNames  []string
-	cols      []int // positions in the table's columns
+	ids       []int // the columns' column_ids: no DDL drops or alters an indexed column
 	unique    bool
 	clustered bool
 
@@ -35,7 +35,10 @@ func (t *table) defineIndexes(def TableDef) error {
 		if n == "" {
 			n = "PK_" + t.name
 		}
-		t.pk = &index{name: n, colNames: slices.Clone(t.keyNames), cols: slices.Clone(t.keyIdx), unique: true, clustered: !def.KeyNonclustered, order: t.order}
+		t.pk = &index{name: n, colNames: slices.Clone(t.keyNames), unique: true, clustered: !def.KeyNonclustered, order: t.order}
+		for _, j := range t.keyIdx {
+			t.pk.ids = append(t.pk.ids, t.ids[j])
+		}
 		t.indexes = append(t.indexes, t.pk)
 	}
 	for _, d := range def.Indexes {
@@ -52,7 +55,7 @@ func (t *table) defineIndexes(def TableDef) error {
 			if kc.Kind == keyrange.KindUnsupported {
 				return fmt.Errorf("fake: create table %s: index %s: column %q has type %s, which cannot be an index key", name, d.Name, c, t.cols[j].Declared())
 			}
-			ix.cols = append(ix.cols, j)
+			ix.ids = append(ix.ids, t.ids[j])
 			ix.order = append(ix.order, newKeyPart(kc))
 		}
 		// A nonclustered index's rows carry the row's locator (the
@@ -113,17 +116,21 @@ func (ix *index) rowsOf(t *table, rs *rowset) *rowset {
 	if ix.base == rs {
 		return ix.view
 	}
+	pos := make([]int, len(ix.ids))
+	for i, id := range ix.ids {
+		pos[i] = rs.lay.position(id)
+	}
 	rows := make([]*row, 0, rs.n)
 	rs.all(func(r *row) bool {
-		key := make([]any, 0, len(ix.cols)+len(r.key))
-		for i, j := range ix.cols {
+		key := make([]any, 0, len(pos)+len(r.key))
+		for i, j := range pos {
 			key = append(key, ix.order[i].normalize(r.vals[j]))
 		}
 		rows = append(rows, &row{key: append(key, r.key...), vals: r.vals})
 		return true
 	})
 	slices.SortFunc(rows, func(a, b *row) int { return ix.order.compare(a.key, b.key) })
-	view := &rowset{n: len(rows)}
+	view := &rowset{n: len(rows), lay: rs.lay}
 	for len(rows) > 0 {
 		n := min(chunkSize, len(rows))
 		view.chunks = append(view.chunks, &chunk{rows: rows[:n:n]})
@@ -140,13 +147,92 @@ type access struct {
 	t       *table
 	ix      *index            // the rows' order; nil: the table's own (its Key)
 	scan    bool              // no index leads with the key: every piece reads the whole table
-	keyIdx  []int             // the key's columns' positions in the table
+	keyIDs  []int             // the key's columns' column_ids
 	keyCols []keyrange.Column // the key's columns: the first of order's
 	order   keyOrder          // the order of the rows' keys
 	unique  bool              // the key identifies one row (ci.UniqueKey)
 	// unusable says why the key cannot order rows (a column that is not
 	// one, or of a type that has no order): only the whole table reads.
 	unusable string
+	// rep and tab are the key's columns as the capture instance reports
+	// them and as the table has them: they differ for an identity column
+	// reported with its change table's type (FACTS.md F64), and key
+	// values cross between them (in, out).
+	rep, tab []source.Column
+}
+
+// in converts a key value of column i from the reported type to the
+// table's, as SQL Server compares a bound cast to the reported type with
+// the column.
+func (a *access) in(i int, v any) any {
+	if v == nil || i >= len(a.rep) || a.rep[i].Declared() == a.tab[i].Declared() {
+		return v
+	}
+	if x, err := convertValue(a.t, v, a.rep[i], a.tab[i]); err == nil {
+		return x
+	}
+	return v
+}
+
+// out converts a key value of column i from the table's type to the
+// reported one.
+func (a *access) out(i int, v any) any {
+	if v == nil || i >= len(a.rep) || a.rep[i].Declared() == a.tab[i].Declared() {
+		return v
+	}
+	if x, err := convertValue(a.t, v, a.tab[i], a.rep[i]); err == nil {
+		return x
+	}
+	return v
+}
+
+// inPieces converts the values of pieces (see in).
+func (a *access) inPieces(ps []keyrange.Piece) []keyrange.Piece {
+	out := make([]keyrange.Piece, len(ps))
+	for k, p := range ps {
+		p.Eq = a.inTuple(p.Eq)
+		j := len(p.Eq)
+		if p.Lower != nil {
+			b := *p.Lower
+			b.Value = a.in(j, b.Value)
+			p.Lower = &b
+		}
+		if p.Upper != nil {
+			b := *p.Upper
+			b.Value = a.in(j, b.Value)
+			p.Upper = &b
+		}
+		if g := p.Guard; g != nil {
+			gg := *g
+			if gg.Below != nil {
+				below := make(keyrange.Tuple, len(gg.Below))
+				for i, v := range gg.Below {
+					below[i] = a.in(gg.From+i, v)
+				}
+				gg.Below = below
+			}
+			if gg.Above != nil {
+				b := *gg.Above
+				b.Value = a.in(gg.From, b.Value)
+				gg.Above = &b
+			}
+			p.Guard = &gg
+		}
+		out[k] = p
+	}
+	return out
+}
+
+// inTuple converts a tuple of key values (from the first key column on).
+func (a *access) inTuple(t keyrange.Tuple) keyrange.Tuple {
+	if t == nil {
+		return nil
+	}
+	out := make(keyrange.Tuple, len(t))
+	for i, v := range t {
+		out[i] = a.in(i, v)
+	}
+	return out
 }
 
 // accessFor returns the access by ci's key: the table's own order when the
@@ -155,6 +241,7 @@ type access struct {
 // it (none declared, or a Keyless table's own order, which SQL Server would
 // not have), each piece scans: it counts every row of the table as
 // examined. A key the fake cannot order reads only as the whole table.
+// db.mu must be held.
 func (t *table) accessFor(ci *source.CaptureInstance) *access {
 	a := &access{t: t, unique: ci.UniqueKey()}
 	for _, k := range ci.Key {
@@ -168,43 +255,52 @@ func (t *table) accessFor(ci *source.CaptureInstance) *access {
 			a.unusable = fmt.Sprintf("key column %q has type %s, which cannot be ordered", k, t.cols[j].Declared())
 			break
 		}
-		a.keyIdx = append(a.keyIdx, j)
+		a.keyIDs = append(a.keyIDs, t.ids[j])
 		a.keyCols = append(a.keyCols, kc)
+		rep, ok := ci.Column(k)
+		if !ok {
+			rep = t.cols[j]
+		}
+		a.rep, a.tab = append(a.rep, rep), append(a.tab, t.cols[j])
 	}
 	if a.unusable != "" {
 		// Only the whole table can be read, in any order.
-		a.keyIdx, a.keyCols, a.order = nil, nil, t.order
+		a.keyIDs, a.keyCols, a.order = nil, nil, t.order
 		return a
 	}
-	leads := func(cols []int) bool {
-		return len(cols) >= len(a.keyIdx) && slices.Equal(cols[:len(a.keyIdx)], a.keyIdx)
+	leads := func(ids []int) bool {
+		return len(ids) >= len(a.keyIDs) && slices.Equal(ids[:len(a.keyIDs)], a.keyIDs)
+	}
+	var keyIDs []int
+	for _, j := range t.keyIdx {
+		keyIDs = append(keyIDs, t.ids[j])
 	}
 	var best *index
 	better := func(a, b *index) bool { // source.CaptureInstance.SplitOn's order
 		switch {
 		case a.clustered != b.clustered:
 			return a.clustered
-		case len(a.cols) != len(b.cols):
-			return len(a.cols) < len(b.cols)
+		case len(a.ids) != len(b.ids):
+			return len(a.ids) < len(b.ids)
 		case a.unique != b.unique:
 			return a.unique
 		}
 		return a.name < b.name
 	}
 	for _, ix := range t.indexes {
-		if leads(ix.cols) && (best == nil || better(ix, best)) {
+		if leads(ix.ids) && (best == nil || better(ix, best)) {
 			best = ix
 		}
 	}
-	a.scan = len(a.keyIdx) > 0 && best == nil
+	a.scan = len(a.keyIDs) > 0 && best == nil
 	switch {
-	case leads(t.keyIdx):
+	case leads(keyIDs):
 		a.order = t.order
 	case best != nil:
 		a.ix, a.order = best, best.order
 	default:
 		// An order for the read's sake, as a sort would give.
-		a.ix = &index{cols: a.keyIdx}
+		a.ix = &index{ids: a.keyIDs}
 		for _, kc := range a.keyCols {
 			a.ix.order = append(a.ix.order, newKeyPart(kc))
 		}
@@ -222,11 +318,11 @@ func (a *access) rows(rs *rowset) *rowset {
 	return a.ix.rowsOf(a.t, rs)
 }
 
-// keyOf returns the access key's values of a row's values.
-func (a *access) keyOf(vals []any) keyrange.Tuple {
-	k := make(keyrange.Tuple, len(a.keyIdx))
-	for i, j := range a.keyIdx {
-		k[i] = vals[j]
+// keyOf returns the access key's values of a row's values in lay.
+func (a *access) keyOf(lay *layout, vals []any) keyrange.Tuple {
+	k := make(keyrange.Tuple, len(a.keyIDs))
+	for i, id := range a.keyIDs {
+		k[i] = a.out(i, vals[lay.position(id)])
 	}
 	return k
 }

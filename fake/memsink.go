@@ -77,6 +77,10 @@ type MemSink struct {
 	partials []*memPartial         // partial whole snapshots, in the order they opened
 	now      func() time.Time      // stamps Partial.Created; nil: time.Now
 
+	table        *arrow.Schema    // the table's schema (memsink_schema.go); nil before the first commit
+	typeWidening bool             // SetTypeWidening
+	lastBatch    map[string]int64 // lower-case instance -> its newest stream batch
+
 	failCommit error
 	failWrite  *writeFault
 }
@@ -90,7 +94,7 @@ var _ sink.Sink = (*MemSink)(nil)
 
 // NewMemSink returns an empty memory sink.
 func NewMemSink() *MemSink {
-	return &MemSink{pending: map[int64]*pending{}, batches: map[string]Commit{}}
+	return &MemSink{pending: map[int64]*pending{}, batches: map[string]Commit{}, lastBatch: map[string]int64{}}
 }
 
 // FailNextCommit makes the next CommitSnapshot, CommitChunks or
@@ -291,10 +295,15 @@ func (s *MemSink) CommitSnapshot(ctx context.Context, info sink.Info, parts []si
 			return sink.Snapshot{}, fmt.Errorf("%s: partition %d was written with another schema", where, i)
 		}
 	}
+	table, err := s.evolveLocked(info.Schema)
+	if err != nil {
+		return sink.Snapshot{}, fmt.Errorf("%s: %w", where, err)
+	}
 	if err := s.failCommit; err != nil {
 		s.failCommit = nil
 		return sink.Snapshot{}, fmt.Errorf("%s: %w", where, err)
 	}
+	s.table = table
 	var recs []arrow.RecordBatch
 	var rows int64
 	for _, id := range ids {
@@ -349,16 +358,37 @@ func (s *MemSink) AppendChanges(ctx context.Context, captureInstance string, bat
 		drop()
 		return c, nil
 	}
+	table, err := s.evolveLocked(rr.Schema())
+	if err != nil {
+		drop()
+		return Commit{}, fmt.Errorf("%s: %w", where, err)
+	}
 	if err := s.failCommit; err != nil {
 		s.failCommit = nil
 		drop()
 		return Commit{}, fmt.Errorf("%s: %w", where, err)
+	}
+	s.table = table
+	if last, ok := s.lastBatch[collate.Fold(captureInstance)]; !ok || batchID > last {
+		s.lastBatch[collate.Fold(captureInstance)] = batchID
 	}
 	c := Commit{Version: int64(len(s.commits)), Kind: "changes", CaptureInstance: captureInstance, BatchID: batchID, Rows: rows}
 	s.commits = append(s.commits, c)
 	s.records = append(s.records, recs)
 	s.batches[key] = c
 	return c, nil
+}
+
+// LastBatch returns the newest stream batch appended for the capture
+// instance (name ignoring case), and false when there is none.
+func (s *MemSink) LastBatch(ctx context.Context, captureInstance string) (int64, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.lastBatch[collate.Fold(captureInstance)]
+	return b, ok, nil
 }
 
 // Commits returns every commit, oldest first.

@@ -179,10 +179,15 @@ func (s *MemSink) CommitChunks(ctx context.Context, info sink.Info, wave sink.Wa
 		}
 		ids[i] = d.ID
 	}
+	table, err := s.evolveLocked(info.Schema)
+	if err != nil {
+		return sink.Chunked{}, fmt.Errorf("%s: %w", where, err)
+	}
 	if err := s.failCommit; err != nil {
 		s.failCommit = nil
 		return sink.Chunked{}, fmt.Errorf("%s: %w", where, err)
 	}
+	s.table = table
 	var recs []arrow.RecordBatch
 	var rows int64
 	for _, i := range order {

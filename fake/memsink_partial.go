@@ -19,9 +19,15 @@ var (
 	_ sink.Checker     = (*MemSink)(nil)
 )
 
-// CheckSnapshot implements sink.Checker: schema must be a bronze schema.
+// CheckSnapshot implements sink.Checker: schema must be a bronze schema
+// that the table can take (see ErrSchema).
 func (s *MemSink) CheckSnapshot(ctx context.Context, captureInstance string, schema *arrow.Schema) error {
 	if err := checkBronze(schema); err != nil {
+		return fmt.Errorf("fake: memory sink: capture instance %q: %w", captureInstance, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.evolveLocked(schema); err != nil {
 		return fmt.Errorf("fake: memory sink: capture instance %q: %w", captureInstance, err)
 	}
 	return nil

@@ -3,6 +3,7 @@ package fake
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
@@ -36,6 +37,14 @@ func (a *access) compilePieces(r keyrange.Range) ([]seekPiece, error) {
 		}
 		return nil, fmt.Errorf("fake: table %s: %s: only the whole range can be read", a.t, why)
 	}
+	var lo, hi keyrange.Tuple
+	if r.Lower != nil {
+		lo = a.inTuple(r.Lower)
+	}
+	if r.Upper != nil {
+		hi = a.inTuple(r.Upper)
+	}
+	r.Lower, r.Upper = lo, hi
 	ps, err := keyrange.Pieces(a.keyCols, r)
 	if err != nil {
 		return nil, fmt.Errorf("fake: table %s: %w", a.t, err)
@@ -137,7 +146,7 @@ type pieceScan struct {
 
 // page passes up to limit rows, as the table stores them, to emit; it
 // returns how many it passed (0 at the end) and counts the rows examined.
-func (s *pieceScan) page(limit int, emit func(vals []any) error) (int, error) {
+func (s *pieceScan) page(limit int, emit func(lay *layout, vals []any) error) (int, error) {
 	t, order := s.t, s.a.order
 	rs := s.snap
 	if rs == nil {
@@ -169,7 +178,7 @@ func (s *pieceScan) page(limit int, emit func(vals []any) error) (int, error) {
 			if !p.keep(order, row.key) {
 				continue
 			}
-			if err := emit(row.vals); err != nil {
+			if err := emit(table.lay, row.vals); err != nil {
 				return n, err
 			}
 			n++
@@ -232,7 +241,7 @@ func (db *DB) ReadRange(ctx context.Context, ci *source.CaptureInstance, r keyra
 	if err := db.enter(ctx, OpReadRange); err != nil {
 		return nil, err
 	}
-	in, err := db.lookup(ci)
+	in, a, err := db.instanceAccess(ci)
 	if err != nil {
 		return nil, err
 	}
@@ -249,15 +258,17 @@ func (db *DB) ReadRange(ctx context.Context, ci *source.CaptureInstance, r keyra
 			return nil, &source.ReplicaBehindError{CaptureInstance: in.name, Need: opts.NotBefore, Have: have}
 		}
 	}
-	schema, err := source.ArrowSchema(in.cols)
+	db.mu.RLock()
+	cols := in.cols
+	db.mu.RUnlock()
+	schema, err := source.ArrowSchema(cols)
 	if err != nil {
 		return nil, fmt.Errorf("fake: ReadRange %s: %w", in.name, err)
 	}
-	enc, err := newEncoder(in.cols, in.colIdx)
+	enc, err := newEncoder(cols)
 	if err != nil {
 		return nil, fmt.Errorf("fake: ReadRange %s: %w", in.name, err)
 	}
-	a := in.t.accessFor(ci)
 	pieces, err := a.compilePieces(r)
 	if err != nil {
 		return nil, fmt.Errorf("fake: ReadRange %s %s: %w", in.name, r, err)
@@ -268,13 +279,25 @@ func (db *DB) ReadRange(ctx context.Context, ci *source.CaptureInstance, r keyra
 	}
 	scan := db.startScan(in, a, pieces, opts)
 	page := 0
+	var proj projection
+	var projLay *layout
 	rd := newReader(ctx, schema, func(rd *reader) (int, error) {
 		limit, err := db.reserveRows(batch)
 		if err != nil {
 			return 0, err
 		}
-		n, err := scan.page(limit, func(vals []any) error {
-			if err := enc.appendRow(rd.rb, vals); err != nil {
+		n, err := scan.page(limit, func(lay *layout, vals []any) error {
+			// The captured columns by column_id, in the types the
+			// instance reports (FACTS.md F59-F61, F64): one the table no
+			// longer has reads NULL, as CDC writes it.
+			if proj.pos == nil || projLay != lay {
+				proj, projLay = in.project(lay, cols), lay
+			}
+			row, err := proj.apply(in.t, vals)
+			if err == nil {
+				err = enc.appendRow(rd.rb, row)
+			}
+			if err != nil {
 				return fmt.Errorf("fake: ReadRange %s: %w", in.name, err)
 			}
 			return nil
@@ -294,6 +317,8 @@ type RowCursor struct {
 	ctx   context.Context
 	db    *DB
 	in    *instance
+	lay   *layout    // the layout proj maps
+	proj  projection // the captured columns of lay's rows
 	scan  *pieceScan
 	rows  [][]any // the current page
 	batch int
@@ -308,18 +333,18 @@ type RowCursor struct {
 // DefaultBatchRows when zero) under opts.Isolation as ReadRange reads, the
 // page hook between pages. Each row is the captured columns' values as the
 // table stores them (full precision: datetime2 keeps its 100 ns,
-// uniqueidentifier is a keyrange.UUID), a computed column nil. It is for a
+// uniqueidentifier is a keyrange.UUID, each column in the table's type
+// now), a computed column and one the table no longer has nil. It is for a
 // front end that serves the fake to a SQL Server client (internal/tdsfake).
 func (db *DB) ScanPieces(ctx context.Context, ci *source.CaptureInstance, pieces []keyrange.Piece, opts source.ReadOptions) (*RowCursor, error) {
 	if err := db.enter(ctx, OpReadRange); err != nil {
 		return nil, err
 	}
-	in, err := db.lookup(ci)
+	in, a, err := db.instanceAccess(ci)
 	if err != nil {
 		return nil, err
 	}
-	a := in.t.accessFor(ci)
-	compiled, err := a.compile(pieces)
+	compiled, err := a.compile(a.inPieces(pieces))
 	if err != nil {
 		return nil, fmt.Errorf("fake: ScanPieces %s: %w", in.name, err)
 	}
@@ -328,6 +353,21 @@ func (db *DB) ScanPieces(ctx context.Context, ci *source.CaptureInstance, pieces
 		batch = DefaultBatchRows
 	}
 	return &RowCursor{ctx: ctx, db: db, in: in, scan: db.startScan(in, a, compiled, opts), batch: batch}, nil
+}
+
+// instanceAccess resolves ci and how a read reaches its table's rows by
+// ci's key, both under one read lock (a DDL changes the table's columns).
+func (db *DB) instanceAccess(ci *source.CaptureInstance) (*instance, *access, error) {
+	if ci == nil {
+		return nil, nil, fmt.Errorf("fake: nil capture instance")
+	}
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	in, err := db.instanceLocked(ci.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return in, in.t.accessFor(ci), nil
 }
 
 // Next returns the next row, or false at the end or on an error (Err).
@@ -345,8 +385,20 @@ func (c *RowCursor) Next() ([]any, bool) {
 			c.err = err
 			return nil, false
 		}
-		n, err := c.scan.page(limit, func(vals []any) error {
-			c.rows = append(c.rows, c.in.capturedValues(vals))
+		n, err := c.scan.page(limit, func(lay *layout, vals []any) error {
+			if c.proj.pos == nil || c.lay != lay {
+				c.db.mu.RLock()
+				c.proj, c.lay = c.in.project(lay, nil), lay
+				c.db.mu.RUnlock()
+			}
+			row, err := c.proj.apply(c.in.t, vals)
+			if err != nil {
+				return err
+			}
+			if c.proj.same {
+				row = slices.Clone(row)
+			}
+			c.rows = append(c.rows, row)
 			return nil
 		})
 		c.db.unreserveRows(limit - n)
@@ -392,12 +444,11 @@ func (db *DB) SeekKey(ctx context.Context, ci *source.CaptureInstance, iso sourc
 	if k < 0 {
 		return nil, false, fmt.Errorf("fake: SeekKey: k = %d, want >= 0", k)
 	}
-	in, err := db.lookup(ci)
+	in, a, err := db.instanceAccess(ci)
 	if err != nil {
 		return nil, false, err
 	}
 	t := in.t
-	a := t.accessFor(ci)
 	if len(a.keyCols) == 0 {
 		return nil, false, fmt.Errorf("fake: SeekKey %s: no key to seek on %s", in.name, a.unusable)
 	}
@@ -437,14 +488,14 @@ func (db *DB) SeekKey(ctx context.Context, ci *source.CaptureInstance, iso sourc
 		}
 	}
 	if found != nil && !a.unique {
-		found, examined = a.beyond(rs, found, from, examined)
+		found, examined = a.beyond(rs, found, a.inTuple(from), examined)
 	}
 	t.stats.seeks.Add(1)
 	t.stats.keysExamined.Add(examined)
 	if found == nil {
 		return nil, false, nil
 	}
-	return a.keyOf(found.vals), true, nil
+	return a.keyOf(table.lay, found.vals), true, nil
 }
 
 // beyond returns the first row of rs whose key is at or above v's and
@@ -479,21 +530,23 @@ func (db *DB) IntKeyBounds(ctx context.Context, ci *source.CaptureInstance) (int
 	if err := db.enter(ctx, OpIntKeyBounds); err != nil {
 		return 0, 0, false, err
 	}
-	in, err := db.lookup(ci)
+	in, a, err := db.instanceAccess(ci)
 	if err != nil {
 		return 0, 0, false, err
 	}
-	a := in.t.accessFor(ci)
-	if len(a.keyCols) != 1 || a.keyCols[0].Kind != keyrange.KindInt {
+	if len(a.keyCols) != 1 || a.rep[0].KeyColumn().Kind != keyrange.KindInt {
 		return 0, 0, false, fmt.Errorf("fake: IntKeyBounds %s: the key %v is not one integer column", in.name, ci.Key)
 	}
-	rs := a.rows(in.t.rows.Load())
+	table := in.t.rows.Load()
+	rs := a.rows(table)
 	p := rs.search(func(r *row) bool { return r.key[0] != nil })
 	if p == rs.end() {
 		return 0, 0, false, nil
 	}
 	lastChunk := rs.chunks[len(rs.chunks)-1].rows
-	return rs.at(p).key[0].(int64), lastChunk[len(lastChunk)-1].key[0].(int64), true, nil
+	lo, _ := a.keyOf(table.lay, rs.at(p).vals)[0].(int64)
+	hi, _ := a.keyOf(table.lay, lastChunk[len(lastChunk)-1].vals)[0].(int64)
+	return lo, hi, true, nil
 }
 
 // RowCount implements source.Source like sp_spaceused: the table's row

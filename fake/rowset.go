@@ -28,6 +28,7 @@ type chunk struct {
 type rowset struct {
 	chunks []*chunk
 	n      int
+	lay    *layout // the columns the rows' values are in
 }
 
 // pos is a position in a rowset: chunk c, row i. The end is {len(chunks), 0}.
@@ -95,7 +96,7 @@ type rowsetWriter struct {
 }
 
 func newRowsetWriter(from *rowset, gen uint64) *rowsetWriter {
-	return &rowsetWriter{s: rowset{chunks: append([]*chunk(nil), from.chunks...), n: from.n}, gen: gen}
+	return &rowsetWriter{s: rowset{chunks: append([]*chunk(nil), from.chunks...), n: from.n, lay: from.lay}, gen: gen}
 }
 
 // own returns chunk c, copied first unless this writer made it.

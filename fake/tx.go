@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cdcsnap/cdcsnap/keyrange"
@@ -34,7 +35,8 @@ const (
 type stmt struct {
 	kind opKind
 	t    *table
-	key  []any // normalized key of the row updated or deleted
+	lay  *layout // the layout vals were checked against
+	key  []any   // normalized key of the row updated or deleted
 	raw  keyrange.Tuple
 	vals []any // the new row of an insert or update
 }
@@ -88,6 +90,14 @@ func (t *table) checkRowAt(r Row, defRow int) ([]any, error) {
 	}
 	vals := make([]any, len(r))
 	for i, v := range r {
+		if t.generated(i) {
+			if v != nil && isRowversion(t.cols[i]) {
+				return nil, badValue(t, defRow, &t.cols[i], v, "a rowversion takes its value from the database: give nil (SQL Server error 273)")
+			}
+			if v == nil {
+				continue // the commit gives it one
+			}
+		}
 		x, err := checkValue(t, defRow, &t.cols[i], v)
 		if err != nil {
 			return nil, err
@@ -107,27 +117,29 @@ func (t *table) rowPrefix(defRow int) string {
 	return fmt.Sprintf("fake: create table %s: Rows[%d]", t, defRow)
 }
 
-func (tx *Tx) checked(schema, name string, r Row) (*table, []any, error) {
+// checked checks r against the table's columns now, and returns the
+// layout it was checked against.
+func (tx *Tx) checked(schema, name string, r Row) (*table, *layout, []any, error) {
 	if tx.done {
-		return nil, nil, ErrTxDone
+		return nil, nil, nil, ErrTxDone
 	}
 	tx.db.mu.RLock()
 	defer tx.db.mu.RUnlock()
 	t, err := tx.tableLocked(schema, name)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	vals, err := t.checkRow(r)
-	return t, vals, err
+	return t, t.lay, vals, err
 }
 
 // Insert adds a row (one value per column, in column order).
 func (tx *Tx) Insert(schema, name string, r Row) error {
-	t, vals, err := tx.checked(schema, name, r)
+	t, lay, vals, err := tx.checked(schema, name, r)
 	if err != nil {
 		return err
 	}
-	tx.stmts = append(tx.stmts, stmt{kind: opInsert, t: t, vals: vals})
+	tx.stmts = append(tx.stmts, stmt{kind: opInsert, t: t, lay: lay, vals: vals})
 	return nil
 }
 
@@ -137,7 +149,7 @@ func (tx *Tx) Insert(schema, name string, r Row) error {
 // insert, as SQL Server logs updates of unique-index columns; otherwise as
 // an update's before (3) and after (4) images.
 func (tx *Tx) Update(schema, name string, key []any, r Row) error {
-	t, vals, err := tx.checked(schema, name, r)
+	t, lay, vals, err := tx.checked(schema, name, r)
 	if err != nil {
 		return err
 	}
@@ -145,7 +157,7 @@ func (tx *Tx) Update(schema, name string, key []any, r Row) error {
 	if err != nil {
 		return err
 	}
-	tx.stmts = append(tx.stmts, stmt{kind: opUpdate, t: t, key: nk, raw: key, vals: vals})
+	tx.stmts = append(tx.stmts, stmt{kind: opUpdate, t: t, lay: lay, key: nk, raw: key, vals: vals})
 	return nil
 }
 
@@ -231,8 +243,23 @@ func (db *DB) commitLocked(stmts []stmt) (lsn.LSN, error) {
 			writers[t] = w
 		}
 		vals := s.vals
-		for vals != nil && len(vals) < len(t.cols) {
-			vals = append(vals, nil) // a column added since the statement
+		if vals != nil && s.lay != t.lay {
+			// A DDL since the statement was checked: its values move to
+			// the columns now, by column_id.
+			var err error
+			if vals, err = t.remap(s.lay, vals); err != nil {
+				return lsn.LSN{}, fmt.Errorf("fake: commit: statement %d: %w", cmd, err)
+			}
+		}
+		generate := func(old []any) error {
+			if t.identity < 0 && !slices.ContainsFunc(t.cols, isRowversion) {
+				return nil
+			}
+			vals = slices.Clone(vals)
+			if err := db.fillGenerated(t, vals, old); err != nil {
+				return fmt.Errorf("fake: commit: statement %d: %w", cmd, err)
+			}
+			return nil
 		}
 		find := func(nk []any) (pos, bool) { return w.find(t.order, nk) }
 		insert := func(r *row) error {
@@ -247,6 +274,9 @@ func (db *DB) commitLocked(stmts []stmt) (lsn.LSN, error) {
 		var err error
 		switch s.kind {
 		case opInsert:
+			if err = generate(nil); err != nil {
+				break
+			}
 			r := t.newRow(vals)
 			if err = insert(r); err == nil {
 				err = add(t, OperationInsert, cmd, r.vals, true)
@@ -262,6 +292,9 @@ func (db *DB) commitLocked(stmts []stmt) (lsn.LSN, error) {
 			if s.kind == opDelete {
 				w.deleteAt(p)
 				err = add(t, OperationDelete, cmd, t.changeImage(OperationDelete, old.vals, nil), true)
+				break
+			}
+			if err = generate(old.vals); err != nil {
 				break
 			}
 			nr := t.newRow(vals)
@@ -296,19 +329,39 @@ func (db *DB) commitLocked(stmts []stmt) (lsn.LSN, error) {
 	if err != nil {
 		return lsn.LSN{}, fmt.Errorf("fake: commit: %w", err)
 	}
+	// Each instance keeps its own captured columns, in its change table's
+	// types (FACTS.md F59, F60, F64).
+	type captured struct {
+		in *instance
+		c  *change
+	}
+	var capture []captured
+	projections := map[*instance]projection{}
+	for _, tc := range changes {
+		for _, in := range tc.t.instances {
+			p, ok := projections[in]
+			if !ok {
+				p = in.project(tc.t.lay, in.ct)
+				projections[in] = p
+			}
+			vals, err := p.apply(tc.t, tc.c.vals)
+			if err != nil {
+				return lsn.LSN{}, fmt.Errorf("fake: commit: capturing a change of %s in %s: %w", tc.t, in.name, err)
+			}
+			c := *tc.c
+			c.vals = vals
+			capture = append(capture, captured{in, &c})
+		}
+	}
 	for t, w := range writers {
 		t.rows.Store(w.done())
 	}
 	ts := db.now()
-	captured := false
-	for _, tc := range changes {
-		tc.c.lsn, tc.c.ts = commit, ts
-		for _, in := range tc.t.instances {
-			in.changes = append(in.changes, tc.c)
-			captured = true
-		}
+	for _, x := range capture {
+		x.c.lsn, x.c.ts = commit, ts
+		x.in.changes = append(x.in.changes, x.c)
 	}
-	if captured {
+	if len(capture) > 0 {
 		db.mapping = append(db.mapping, lsnTime{lsn: commit, ts: ts})
 	}
 	db.lastLSN, db.next = seq, next

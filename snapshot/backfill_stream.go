@@ -84,6 +84,11 @@ type PollResult struct {
 	// DataLoss is set when the changes from From were purged and
 	// OnDataLoss re-snapshotted: Next is then after the new snapshot.
 	DataLoss *source.DataLossError
+	// DDL are the changes of the table's columns the capture instance
+	// recorded between From and To (sys.sp_cdc_get_ddl_history, FACTS.md
+	// F65), each also logged with what it does to the stream; nil when
+	// the source keeps no history.
+	DDL []source.DDL
 }
 
 // Poll reads the changes of one capture instance from from up to the
@@ -109,7 +114,11 @@ func Poll(ctx context.Context, src source.Source, dst Appender, captureInstance 
 	if to.Less(from) {
 		return res, nil
 	}
-	rr, err := Changes(ctx, src, captureInstance, from, to, opts.BatchID)
+	ci, err := src.CaptureInstance(ctx, captureInstance)
+	if err != nil {
+		return res, fmt.Errorf("poll %q: %w", captureInstance, err)
+	}
+	rr, err := changes(ctx, src, ci, captureInstance, from, to, opts.BatchID, tableSchema(ctx, dst))
 	var loss *source.DataLossError
 	if errors.As(err, &loss) && opts.OnDataLoss != nil {
 		log.WarnContext(ctx, "changes purged by retention; re-snapshotting", "capture_instance", captureInstance, "requested", loss.Requested, "min_lsn", loss.MinLSN)
@@ -126,10 +135,26 @@ func Poll(ctx context.Context, src source.Source, dst Appender, captureInstance 
 	}
 	cr := &countingReader{RecordReader: rr}
 	defer cr.Release()
+	// A captured column retyped (FACTS.md F62) in a way the table cannot
+	// take stops here, before anything is written.
+	if c, ok := dst.(sink.Checker); ok {
+		if err := c.CheckSnapshot(ctx, captureInstance, rr.Schema()); err != nil {
+			return res, fmt.Errorf("poll: %w", schemaChange(ctx, src, captureInstance, from, to, err, log))
+		}
+	}
 	v, err := dst.AppendChanges(ctx, captureInstance, opts.BatchID, cr)
 	if err != nil {
+		if sc := schemaChange(ctx, src, captureInstance, from, to, err, log); len(sc.DDL) > 0 && !errors.Is(err, context.Canceled) {
+			return res, fmt.Errorf("poll %q: appending batch %d: %w", captureInstance, opts.BatchID, sc)
+		}
 		return res, fmt.Errorf("poll %q: appending batch %d (%s..%s): %w", captureInstance, opts.BatchID, from, to, err)
 	}
+	for _, d := range ddlHistory(ctx, src, captureInstance, log) {
+		if !d.LSN.Less(from) && !to.Less(d.LSN) {
+			res.DDL = append(res.DDL, d)
+		}
+	}
+	logDDL(ctx, log, res.DDL, captureInstance)
 	next, err := to.Next()
 	if err != nil {
 		return res, fmt.Errorf("poll %q: %w", captureInstance, err)

@@ -7,7 +7,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/cdcsnap/cdcsnap/lsn"
-	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/source"
 )
 
@@ -20,22 +19,5 @@ func Changes(ctx context.Context, src source.Source, captureInstance string, fro
 	if err != nil {
 		return nil, fmt.Errorf("changes of %q: %w", captureInstance, err)
 	}
-	captured, err := source.ArrowSchema(ci.Columns)
-	if err != nil {
-		return nil, fmt.Errorf("changes of %q: %w", captureInstance, err)
-	}
-	bronze, err := sink.BronzeSchema(captured)
-	if err != nil {
-		return nil, fmt.Errorf("changes of %q: %w", captureInstance, err)
-	}
-	rr, err := src.ReadChanges(ctx, ci, from, to)
-	if err != nil {
-		return nil, fmt.Errorf("changes of %q from %s to %s: %w", captureInstance, from, to, err)
-	}
-	defer rr.Release()
-	s, err := newStamper(rr, bronze, stamp{captureInstance: captureInstance, batchID: &batchID, changes: true}, nil)
-	if err != nil {
-		return nil, fmt.Errorf("changes of %q: %w", captureInstance, err)
-	}
-	return s, nil
+	return changes(ctx, src, ci, captureInstance, from, to, batchID, nil)
 }

@@ -333,11 +333,20 @@ func instanceChange(was, now *source.CaptureInstance) string {
 			return fmt.Sprintf("the captured column %q is gone", was.Columns[i].Name)
 		case i >= len(was.Columns):
 			return fmt.Sprintf("the column %q is captured now", now.Columns[i].Name)
-		case !reflect.DeepEqual(was.Columns[i], now.Columns[i]):
+		case !reflect.DeepEqual(withID(was.Columns[i], now.Columns[i]), now.Columns[i]):
 			return fmt.Sprintf("the captured column %q changed (%+v, now %+v)", was.Columns[i].Name, was.Columns[i], now.Columns[i])
 		}
 	}
 	return ""
+}
+
+// withID returns was with now's column_id when was has none: a plan
+// recorded before column ids were read compares as it did.
+func withID(was, now source.Column) source.Column {
+	if was.ID == 0 {
+		was.ID = now.ID
+	}
+	return was
 }
 
 // ErrPlanDropped is wrapped by Execute's error when the partial snapshot

@@ -30,6 +30,16 @@
 // retention cleanup and an optional re-snapshot. Image is the latest-image
 // merge, for verification.
 //
+// # When the table changes
+//
+// A captured column dropped, a column added, a type or length changed:
+// Poll carries what flows and stops with a *SchemaChangeError, before
+// anything is written, on a type the bronze table cannot take (ddl.go
+// says which is which). Switch moves a stream to a table's newer capture
+// instance at its start_lsn, the way SQL Server takes a schema change into
+// CDC; PickInstance and PickAmong say which instance a bootstrap uses while
+// a table has two.
+//
 // # A light touch on the source
 //
 // Options.RowsPerSecond caps the rows one snapshot reads per second, all

@@ -23,6 +23,10 @@ type stamp struct {
 	chunk           *int32 // nil: NULL
 	batchID         *int64 // change rows only
 	changes         bool   // the input carries _operation, _start_lsn, _seqval, _command_id, _commit_ts
+	// pad names captured fields of the bronze schema the input lacks:
+	// columns of the bronze table the capture instance does not capture,
+	// written as NULL.
+	pad map[string]bool
 }
 
 // stamper turns record batches of the captured columns (or of the change
@@ -49,6 +53,11 @@ func newStamper(in array.RecordReader, bronze *arrow.Schema, st stamp, progress 
 	inSchema := in.Schema()
 	nCaptured := bronze.NumFields() - len(sink.MetadataFields())
 	for i, f := range bronze.Fields() {
+		if i < nCaptured && st.pad[f.Name] {
+			s.from = append(s.from, -1)
+			s.values = append(s.values, scalar.MakeNullScalar(f.Type))
+			continue
+		}
 		if i < nCaptured {
 			j := inSchema.FieldIndices(f.Name)
 			if len(j) != 1 || !arrow.TypeEqual(inSchema.Field(j[0]).Type, f.Type) {

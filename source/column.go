@@ -38,6 +38,24 @@ type Column struct {
 	// NULL for it in every change row, so a source reads it as NULL in
 	// snapshots too, and snapshot and stream agree.
 	Computed bool `json:"computed,omitempty"`
+	// ID is the column's column_id in the source table as the capture
+	// instance recorded it (sys.sp_cdc_get_captured_columns); 0 when not
+	// known. It stays for the instance's life (FACTS.md F59): a column
+	// dropped and added again under the same name has another id (F61).
+	ID int `json:"column_id,omitempty"`
+	// Dropped marks a captured column the source table no longer has (no
+	// column of the table has its ID: dropped, or dropped and added again
+	// as another column). CDC writes NULL for it in every change row from
+	// the drop on (F60), so a source reads it as a NULL of its type in
+	// snapshots too.
+	Dropped bool `json:"dropped,omitempty"`
+	// CastOnRead makes a source read the column, from the table and from
+	// the change table, cast to its captured type, so both reads give one
+	// type: set for an identity column (int or bigint in the change table,
+	// perhaps decimal in the table: FACTS.md F64) and for a column whose
+	// type in the table differs from the captured one (a type change the
+	// capture job has not reached yet, F62).
+	CastOnRead bool `json:"cast_on_read,omitempty"`
 }
 
 // Declared returns the type as it would be declared: "varchar(20)",

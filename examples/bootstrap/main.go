@@ -54,6 +54,7 @@ type config struct {
 	dsn            string
 	serverTZ       string
 	instance       string
+	switchTo       string
 	rows           int
 	partitions     int
 	resnapshot     bool
@@ -118,6 +119,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.dsn, "dsn", "", "SQL Server connection string (sqlserver://...); empty: the embedded demo fake")
 	fs.StringVar(&cfg.serverTZ, "server-time-zone", "", "with -dsn: the SQL Server machine's IANA time zone (commit times are its local wall clock); empty: the zone SQL Server 2022 and Azure SQL name, else the server's current UTC offset, wrong across daylight saving time")
 	fs.StringVar(&cfg.instance, "capture-instance", "", "with -dsn: the capture instance to snapshot (the demo's is "+demoInstance+")")
+	fs.StringVar(&cfg.switchTo, "switch-to", "", "move the stream to this newer capture instance of the table at its start_lsn (snapshot.Switch; on the demo the job first adds a column and enables it)")
 	fs.IntVar(&cfg.rows, "rows", 300_000, "rows in the demo fake's table (without -dsn)")
 	fs.IntVar(&cfg.partitions, "partitions", 4, fmt.Sprintf("key ranges read in parallel (1 to %d; a small table gets fewer)", maxPartitions))
 	fs.BoolVar(&cfg.resnapshot, "resnapshot", false, "take a new snapshot even if the table holds one")
@@ -192,6 +194,7 @@ func (cfg config) validate(set map[string]bool) error {
 		{"connections", "is for many instances: add -instances, -schemas or -match", !many},
 		{"plan", "shows one capture instance's plan: drop -instances, -schemas and -match", many},
 		{"discard-partial", "is for one capture instance: drop -instances, -schemas and -match", many},
+		{"switch-to", "moves one capture instance's stream: drop -instances, -schemas and -match", many || cfg.planOnly},
 	} {
 		if r.ignored && set[r.flag] {
 			return fmt.Errorf("-%s %s", r.flag, r.why)
@@ -350,6 +353,9 @@ func runOne(ctx context.Context, cfg config, table *delta.Table, stdout io.Write
 	fmt.Fprintf(stdout, "stream:   start after %s (first LSN to read: %s)\n", res.LSN, from)
 
 	if demo == nil {
+		if cfg.switchTo != "" {
+			return switchStream(ctx, cfg, src, table, nil, from, 1, stdout)
+		}
 		return nil
 	}
 	// Stream what the demo committed during and after the snapshot, as the
@@ -374,6 +380,18 @@ func runOne(ctx context.Context, cfg config, table *delta.Table, stdout io.Write
 	if demo != nil && demo.keyUpdates {
 		fmt.Fprintf(stdout, "changes:  %d orders moved to another region, each logged as an update-before and an update-after (trace flag 8207)\n", demo.moved)
 	}
+	if cfg.switchTo != "" {
+		next, err := to.Next()
+		if err != nil {
+			return err
+		}
+		if next.Less(from) {
+			next = from
+		}
+		if err := switchStream(ctx, cfg, src, table, demo, next, 2, stdout); err != nil {
+			return err
+		}
+	}
 	if earlier {
 		fmt.Fprintln(stdout, "check:    skipped: the table also holds an earlier run's snapshot and changes, of a demo database that no longer exists")
 		return nil
@@ -387,7 +405,11 @@ func runOne(ctx context.Context, cfg config, table *delta.Table, stdout io.Write
 	}
 	fmt.Fprintf(stdout, "check:    latest image of %s equals the source table (%d keys)\n", cfg.target, keys)
 	if cfg.sourceOut != "" {
-		if err := sourceparquet.Write(ctx, demo.db, demoInstance, cfg.sourceOut); err != nil {
+		current := demoInstance
+		if cfg.switchTo != "" {
+			current = cfg.switchTo // its columns: the table's after the schema change
+		}
+		if err := sourceparquet.Write(ctx, demo.db, current, cfg.sourceOut); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "source:   %s\n", cfg.sourceOut)

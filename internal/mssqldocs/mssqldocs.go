@@ -77,6 +77,12 @@ var Indexes = []Column{
 	{Name: "is_unique", Type: "bit"}, {Name: "key_ordinal", Type: "tinyint"}, {Name: "column_name", Type: "sysname"},
 }
 
+// DDLHistory is the result of sys.sp_cdc_get_ddl_history (FACTS.md F65).
+var DDLHistory = []Column{
+	{"source_schema", "sysname"}, {"source_table", "sysname"}, {"capture_instance", "sysname"},
+	{"required_column_update", "bit"}, {"ddl_command", "nvarchar(max)"}, {"ddl_lsn", "binary(10)"}, {"ddl_time", "datetime"},
+}
+
 // SpaceUsed is the result of sp_spaceused @objname (FACTS.md F16).
 var SpaceUsed = []Column{
 	{"name", "nvarchar(128)"}, {"rows", "char(20)"}, {"reserved", "varchar(18)"},

@@ -147,7 +147,18 @@ var (
 		col("dt", "datetime2(3)", false, ""), col("day", "date", false, ""), col("tod", "time(7)", false, ""),
 		col("dto", "datetimeoffset(7)", false, ""), col("bin", "binary(16)", false, ""), col("bit", "bit", false, ""),
 		col("sdt", "smalldatetime", false, ""), col("dtm", "datetime", false, ""))
+	// A table that changed under its capture instance (FACTS.md F59-F64):
+	// a numeric identity key reported as bigint, cast in both reads; a
+	// dropped varchar, a dropped xml and a dropped rowversion, read as
+	// typed NULLs from the table and as they are from the change table.
+	ciDDL = ci("dbo_ddl", "dbo", "ddl", []string{"id"},
+		castOnRead(col("id", "bigint", false, "")), col("v", "nvarchar(20)", true, "Latin1_General_CI_AS"),
+		dropped(col("gone", "varchar(10)", true, "Latin1_General_CI_AS")), dropped(col("doc", "xml", true, "")),
+		dropped(col("rv", "timestamp", true, "")))
 )
+
+func dropped(c source.Column) source.Column    { c.Dropped = true; return c }
+func castOnRead(c source.Column) source.Column { c.CastOnRead = true; return c }
 
 func mustLSN(s string) lsn.LSN {
 	l, err := lsn.Parse(s)
@@ -200,6 +211,11 @@ func TestGoldenMetadata(t *testing.T) {
 	g.add("change_table/hostile_names", st, err)
 	st, err = ChangeTableStatement(ciUTF8, mustLSN("0x0000002A00000F380003"), mustLSN("0x0000002A00000F400001"))
 	g.add("change_table/utf8_and_computed", st, err)
+	st, err = ChangeTableStatement(ciDDL, mustLSN("0x0000002A00000F380003"), mustLSN("0x0000002A00000F400001"))
+	g.add("change_table/dropped_and_identity", st, err)
+	st, err = ChangesStatement(ciDDL, mustLSN("0x0000002A00000F380003"), mustLSN("0x0000002A00000F400001"))
+	g.add("changes/dropped_and_identity", st, err)
+	g.add("cdc/get_ddl_history", DDLHistoryStatement("dbo_orders"), nil)
 	g.check("metadata.sql")
 }
 
@@ -251,6 +267,8 @@ func TestGoldenPieces(t *testing.T) {
 	read("null/lower_all_null", ciNullable, tup(nil, nil), nil)
 
 	read("weird_names/middle", ciWeird, tup(int64(1), "жж"), tup(int64(2), "аб"))
+	read("dropped_and_identity/all", ciDDL, nil, nil)
+	read("dropped_and_identity/middle", ciDDL, tup(int64(10)), tup(int64(20)))
 	read("hostile_names/middle", ciHostile, tup(int64(1)), tup(int64(9)))
 	// A range that holds no key: one statement that reads nothing.
 	read("empty/equal_bounds", ciInt, tup(int64(7)), tup(int64(7)))
@@ -276,6 +294,7 @@ func TestGoldenSeeks(t *testing.T) {
 	seek("nullable/from_null", ciNullable, tup(nil, int64(5)), 100)
 	seek("weird_names/from_key", ciWeird, tup(int64(1), "жж"), 2)
 	seek("utf8/from_key", ciUTF8, tup("Kraków"), 100)
+	seek("identity/from_key", ciDDL, tup(int64(10)), 100)
 	day := time.Date(2024, 2, 29, 0, 0, 0, 0, time.UTC)
 	tod := time.Date(1, 1, 1, 23, 59, 59, 999999900, time.UTC)
 	dto := time.Date(2024, 2, 29, 10, 0, 0, 100, time.FixedZone("", -3*3600))

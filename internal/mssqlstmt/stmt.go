@@ -60,6 +60,7 @@ type table struct {
 	name string // [schema].[table]
 	cols []source.Column
 	qcol []string // quoted column names
+	cast []string // readType of each column a read casts (Dropped, CastOnRead); "" for the others
 	key  []source.Column
 	qkey []string
 }
@@ -82,6 +83,13 @@ func newTable(ci *source.CaptureInstance) (*table, error) {
 			return nil, fmt.Errorf("sqlserver: capture instance %q: %w", ci.Name, err)
 		}
 		t.qcol = append(t.qcol, q)
+		cast := ""
+		if c.Dropped || c.CastOnRead {
+			if cast, err = readType(c); err != nil {
+				return nil, fmt.Errorf("sqlserver: capture instance %q: %w", ci.Name, err)
+			}
+		}
+		t.cast = append(t.cast, cast)
 	}
 	for _, k := range ci.Key {
 		c, ok := ci.Column(k)
@@ -99,6 +107,11 @@ func newTable(ci *source.CaptureInstance) (*table, error) {
 		return nil, fmt.Errorf("sqlserver: capture instance %q captures only computed columns, which CDC always writes as NULL", ci.Name)
 	}
 	return t, nil
+}
+
+// keyCast is the cast type of key column i (see readExpr).
+func (t *table) keyCast(i int) string {
+	return t.cast[slices.IndexFunc(t.cols, func(c source.Column) bool { return c.Name == t.key[i].Name })]
 }
 
 func (t *table) keyColumns() []keyrange.Column {
@@ -122,6 +135,13 @@ func CapturedColumnsStatement(captureInstance string) Stmt {
 	return Stmt{SQL: "EXEC sys.sp_cdc_get_captured_columns @capture_instance = @p1", Args: []any{captureInstance}}
 }
 
+// DDLHistoryStatement reads the DDL history of a capture instance
+// (sys.sp_cdc_get_ddl_history, FACTS.md F65): one row per change of its
+// table's column structure since the instance was enabled.
+func DDLHistoryStatement(captureInstance string) Stmt {
+	return Stmt{SQL: "EXEC sys.sp_cdc_get_ddl_history @capture_instance = @p1", Args: []any{captureInstance}}
+}
+
 // ColumnsStatement reads, from sys.columns, what the CDC procedures do not
 // say of a table's columns: collation (and its code page, from
 // COLLATIONPROPERTY), nullability, whether the column is computed, and its
@@ -130,10 +150,18 @@ func CapturedColumnsStatement(captureInstance string) Stmt {
 // sys.sp_cdc_help_change_data_capture). sys.columns shows the columns of
 // tables the login has some permission on; for others it returns no rows
 // (FACTS.md F35).
+//
+// It also reads each column's column_id (captured columns are matched by
+// it: a column dropped and added again has another, FACTS.md F61),
+// is_identity, and its type (TYPE_NAME of system_type_id, precision,
+// scale), which tells a column the reads must cast to its captured type
+// (F62, F64).
 func ColumnsStatement(objectID int64) Stmt {
 	return Stmt{
 		SQL: "SELECT [c].[name], [c].[collation_name], [c].[is_nullable], [c].[is_computed], [c].[max_length], " +
-			"CAST(COLLATIONPROPERTY([c].[collation_name], @p2) AS int) AS [code_page] FROM [sys].[columns] AS [c] WHERE [c].[object_id] = @p1 ORDER BY [c].[column_id]",
+			"CAST(COLLATIONPROPERTY([c].[collation_name], @p2) AS int) AS [code_page], [c].[column_id], [c].[is_identity], " +
+			"TYPE_NAME([c].[system_type_id]) AS [type_name], [c].[precision], [c].[scale] " +
+			"FROM [sys].[columns] AS [c] WHERE [c].[object_id] = @p1 ORDER BY [c].[column_id]",
 		Args: []any{objectID, "CodePage"},
 	}
 }
@@ -467,24 +495,45 @@ func unicodeType(c source.Column) string {
 }
 
 // readExpr is the select-list expression that reads captured column c,
-// quoted q, qualified by prefix ("" or "[c]."): the column itself, or
-// converted to nvarchar (readAsUnicode) under its own name. ok is false for
-// a computed column, which is not read: CDC writes NULL for it in every
-// change row (FACTS.md F13), so snapshots carry NULL too.
-func readExpr(c source.Column, q, prefix string) (expr string, ok bool) {
+// quoted q, qualified by prefix ("" for the table, "[c]." for a change
+// read), under its own name: the column itself; converted to nvarchar
+// (readAsUnicode); cast to cast, its captured type (CastOnRead); or, in a
+// table read of a column the table no longer has (Dropped), a NULL of that
+// type, as CDC writes it in change rows (FACTS.md F60). ok is false for a
+// computed column, which is not read: CDC writes NULL for it in every
+// change row (F13), so snapshots carry NULL too.
+func readExpr(c source.Column, q, prefix, cast string) (expr string, ok bool) {
 	switch {
 	case c.Computed:
 		return "", false
+	case c.Dropped && prefix == "":
+		return "CAST(NULL AS " + cast + ") AS " + q, true
 	case readAsUnicode(c):
 		return "CAST(" + prefix + q + " AS " + unicodeType(c) + ") AS " + q, true
+	case c.CastOnRead:
+		return "CAST(" + prefix + q + " AS " + cast + ") AS " + q, true
 	}
 	return prefix + q, true
+}
+
+// readType is the type a read casts captured column c to (readExpr):
+// InlineType's for the types it allows, the name of the types that take
+// no arguments, binary(8) for a rowversion (its change-table type, FACTS.md
+// F64).
+func readType(c source.Column) (string, error) {
+	switch c.Type {
+	case "rowversion", "timestamp":
+		return "binary(8)", nil
+	case "text", "ntext", "image", "xml", "hierarchyid", "geometry", "geography":
+		return c.Type, nil
+	}
+	return InlineType(c)
 }
 
 // IsRead reports whether the statements read captured column c (readExpr):
 // a computed column is not read, and its value is NULL.
 func IsRead(c source.Column) bool {
-	_, ok := readExpr(c, "", "")
+	_, ok := readExpr(c, "", "", "")
 	return ok
 }
 
@@ -498,12 +547,15 @@ func (t *table) readList(prefix string, ps *params) (string, []int) {
 	var exprs []string
 	src := make([]int, len(t.cols))
 	for i, c := range t.cols {
-		e, ok := readExpr(c, t.qcol[i], prefix)
+		e, ok := readExpr(c, t.qcol[i], prefix, t.cast[i])
 		if !ok {
 			src[i] = -1
 			continue
 		}
 		switch {
+		case c.Dropped && prefix == "", c.CastOnRead:
+			// A NULL of its type, or the cast to its captured type, which
+			// both reads must give alike (FACTS.md F60, F64).
 		case t.utf16Read(c):
 			e = "CAST(" + prefix + t.qcol[i] + " AS " + utf16BinaryType(c) + ") AS " + t.qcol[i]
 		case ps != nil && t.scaledDecimal(c):
@@ -636,7 +688,7 @@ func SeekKeyStatement(ci *source.CaptureInstance, from keyrange.Tuple, k int64) 
 	if unique {
 		outer := make([]string, len(t.key))
 		for i, c := range t.key {
-			outer[i], _ = readExpr(c, t.qkey[i], "[s].")
+			outer[i], _ = readExpr(c, t.qkey[i], "[s].", t.keyCast(i))
 		}
 		return Stmt{SQL: "SELECT " + strings.Join(outer, ", ") + body, Args: ps.args}, nil
 	}
@@ -657,7 +709,7 @@ func SeekKeyStatement(ci *source.CaptureInstance, from keyrange.Tuple, k int64) 
 		atOrAbove = "([v]." + q + " IS NULL OR " + atOrAbove + ")"
 	}
 	one := ps.add(int64(1))
-	outer, _ := readExpr(c, q, "[n].")
+	outer, _ := readExpr(c, q, "[n].", t.keyCast(0))
 	sql := "SELECT " + outer + " FROM (SELECT [s]." + q + body + ") AS [v]" +
 		"\nCROSS APPLY (SELECT TOP (" + one + ") " + tq + " FROM " + t.name + " AS [t] WHERE " + above + " AND " + atOrAbove + " ORDER BY " + tq + ") AS [n]"
 	return Stmt{SQL: sql, Args: ps.args}, nil

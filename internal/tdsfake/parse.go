@@ -111,6 +111,7 @@ type selected struct {
 	// Times is the parameter a decimal is multiplied by before its cast
 	// to bigint (CAST([col] * @pN AS bigint) AS [col]); "" for none.
 	Times string
+	Null  bool // CAST(NULL AS type): a column the table no longer has (FACTS.md F60)
 }
 
 // parseSelectList reads a select list of [col], [q].[col] and CAST(... AS
@@ -134,7 +135,7 @@ func parseSelectList(s string) ([]selected, error) {
 			if as < 0 {
 				return nil, fmt.Errorf("select item %q: no AS in the CAST", clip(item))
 			}
-			sel := selected{Name: name, Cast: expr[as+4:]}
+			sel := selected{Name: name, Cast: expr[as+4:], Null: expr[:as] == "NULL"}
 			if _, times, ok := strings.Cut(expr[:as], " * "); ok {
 				sel.Times = times
 			}

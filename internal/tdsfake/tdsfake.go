@@ -141,6 +141,7 @@ type handler struct {
 var (
 	sqlList         = mssqlstmt.ListCaptureInstancesStatement().SQL
 	sqlCaptured     = mssqlstmt.CapturedColumnsStatement("").SQL
+	sqlDDLHistory   = mssqlstmt.DDLHistoryStatement("").SQL
 	sqlColumns      = mssqlstmt.ColumnsStatement(0).SQL
 	sqlIndexes      = mssqlstmt.IndexesStatement(0).SQL
 	sqlProbe        = mssqlstmt.GUIDProbeStatement().SQL
@@ -212,6 +213,8 @@ func (h *handler) serve(ctx context.Context, req *tdsserver.Request, w *tdsserve
 		return h.list(ctx, w)
 	case sql == sqlCaptured:
 		return h.captured(ctx, a, w)
+	case sql == sqlDDLHistory:
+		return h.ddlHistory(ctx, a, w)
 	case sql == sqlColumns:
 		return h.columns(ctx, a, w)
 	case sql == sqlIndexes:
@@ -409,17 +412,22 @@ func (h *handler) instances(ctx context.Context) ([]*source.CaptureInstance, err
 
 // onTable returns a capture instance of the table schema.name (any: every
 // instance of a table reads the same rows).
-func (h *handler) onTable(ctx context.Context, schema, name string) (*source.CaptureInstance, error) {
+// With names, the instance must capture each of them, as columns the table
+// still has: a table with two instances is read through the one whose
+// columns the statement names (a column dropped and added again is the
+// newer instance's, FACTS.md F61).
+func (h *handler) onTable(ctx context.Context, schema, name string, names ...string) (*source.CaptureInstance, error) {
 	cis, err := h.instances(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for _, ci := range cis {
-		if strings.EqualFold(ci.SourceSchema, schema) && strings.EqualFold(ci.SourceTable, name) {
+		if strings.EqualFold(ci.SourceSchema, schema) && strings.EqualFold(ci.SourceTable, name) &&
+			!slices.ContainsFunc(names, func(n string) bool { c, ok := ci.Column(n); return !ok || c.Dropped }) {
 			return ci, nil
 		}
 	}
-	return nil, fmt.Errorf("tdsfake: no capture instance on [%s].[%s]", schema, name)
+	return nil, fmt.Errorf("tdsfake: no capture instance on [%s].[%s] captures %v", schema, name, names)
 }
 
 func quotedList(names []string) string {
@@ -483,23 +491,18 @@ func (h *handler) captured(ctx context.Context, a args, w *tdsserver.ResponseWri
 	if err != nil {
 		return err
 	}
-	info, err := h.db.Table(ci.SourceSchema, ci.SourceTable)
-	if err != nil {
-		return err
-	}
 	if err := w.Columns(docColumns(mssqldocs.CapturedColumns)); err != nil {
 		return err
 	}
 	for ord, c := range ci.Columns {
-		id := int64(0)
-		for i, tc := range info.Columns {
-			if tc.Name == c.Name {
-				id = int64(i + 1)
-			}
-		}
+		// The column_id the instance recorded, kept after a drop (FACTS.md
+		// F59, F61); the data type it reports (F62, F64).
 		length, prec, radix, scale, dt := mssqldocs.CapturedColumnMetadata(c)
 		typ := c.Type
-		if err := w.Row(ci.SourceSchema, ci.SourceTable, ci.Name, c.Name, id, int64(ord+1), typ, length, prec, radix, scale, dt); err != nil {
+		if typ == "rowversion" {
+			typ = "timestamp" // the type's name in the catalog
+		}
+		if err := w.Row(ci.SourceSchema, ci.SourceTable, ci.Name, c.Name, int64(c.ID), int64(ord+1), typ, length, prec, radix, scale, dt); err != nil {
 			return err
 		}
 	}
@@ -519,7 +522,9 @@ func (h *handler) columns(ctx context.Context, a args, w *tdsserver.ResponseWrit
 		return err
 	}
 	cols := docColumns([]mssqldocs.Column{{Name: "name", Type: "sysname"}, {Name: "collation_name", Type: "sysname"},
-		{Name: "is_nullable", Type: "bit"}, {Name: "is_computed", Type: "bit"}, {Name: "max_length", Type: "smallint"}, {Name: "code_page", Type: "int"}})
+		{Name: "is_nullable", Type: "bit"}, {Name: "is_computed", Type: "bit"}, {Name: "max_length", Type: "smallint"}, {Name: "code_page", Type: "int"},
+		{Name: "column_id", Type: "int"}, {Name: "is_identity", Type: "bit"}, {Name: "type_name", Type: "sysname"},
+		{Name: "precision", Type: "tinyint"}, {Name: "scale", Type: "tinyint"}})
 	if err := w.Columns(cols); err != nil {
 		return err
 	}
@@ -536,11 +541,64 @@ func (h *handler) columns(ctx context.Context, a args, w *tdsserver.ResponseWrit
 			if c.Collation != "" {
 				coll, cp = c.Collation, int64(codePage(c.Collation))
 			}
-			if err := w.Row(c.Name, coll, c.Nullable, c.Computed, int64(maxLength(c)), cp); err != nil {
+			typ := c.Type
+			if typ == "rowversion" {
+				typ = "timestamp" // TYPE_NAME of its system_type_id
+			}
+			prec, scale := columnPrecision(c)
+			if err := w.Row(c.Name, coll, c.Nullable, c.Computed, int64(maxLength(c)), cp,
+				int64(c.ID), c.Name == info.Identity, typ, prec, scale); err != nil {
 				return err
 			}
 		}
 		return nil
+	}
+	return nil
+}
+
+// columnPrecision is sys.columns' precision and scale of c (FACTS.md
+// F35): a decimal's own, the digits of an integer type, a time type's
+// fractional scale; 0 for the others.
+func columnPrecision(c source.Column) (int64, int64) {
+	switch c.Type {
+	case "decimal", "numeric":
+		return int64(c.Precision), int64(c.Scale)
+	case "tinyint":
+		return 3, 0
+	case "smallint":
+		return 5, 0
+	case "int":
+		return 10, 0
+	case "bigint":
+		return 19, 0
+	case "time", "datetime2", "datetimeoffset":
+		return 0, int64(c.Scale)
+	}
+	return 0, 0
+}
+
+// ddlHistory answers sys.sp_cdc_get_ddl_history (FACTS.md F65) from the
+// fake's DDL history; an instance that is gone is error 22985 as a
+// procedure call on a missing instance fails.
+func (h *handler) ddlHistory(ctx context.Context, a args, w *tdsserver.ResponseWriter) error {
+	name, err := a.str("@p1")
+	if err != nil {
+		return err
+	}
+	rows, err := h.db.DDLHistory(ctx, name)
+	if errors.Is(err, source.ErrNotFound) {
+		return w.Error(22985, 16, 1, fmt.Sprintf("Could not find the capture instance '%s'.", name))
+	}
+	if err != nil {
+		return err
+	}
+	if err := w.Columns(docColumns(mssqldocs.DDLHistory)); err != nil {
+		return err
+	}
+	for _, d := range rows {
+		if err := w.Row(d.SourceSchema, d.SourceTable, d.CaptureInstance, d.RequiredColumnUpdate, d.Command, d.LSN.Bytes(), d.Time.UTC()); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -554,7 +612,7 @@ func (h *handler) visibleTable(ci *source.CaptureInstance) (fake.TableInfo, bool
 	}
 	for _, c := range ci.Columns {
 		for _, tc := range info.Columns {
-			if tc.Name == c.Name && tc.Collation != c.Collation {
+			if tc.ID == c.ID && tc.Collation != c.Collation {
 				return info, false, nil
 			}
 		}
@@ -854,12 +912,47 @@ func (h *handler) intKeyBounds(ctx context.Context, sql string, w *tdsserver.Res
 	return w.Row(lo, hi)
 }
 
+// result is the result columns of a select list over a capture
+// instance's columns: each one's captured column (-1 for a NULL), and the
+// conversion its CAST makes of the value the fake gives (nil: none).
+type result struct {
+	cols []tdsserver.Column
+	idx  []int
+	conv []func(any) (any, error)
+	post []func(any) (any, error) // castsOf: the casts of the wire value; nil: none
+}
+
+// value returns the wire value of result column i of row.
+func (r *result) value(i int, row []any) (any, error) {
+	j := r.idx[i]
+	if j < 0 {
+		return nil, nil
+	}
+	v := row[j]
+	if r.conv[i] != nil && v != nil {
+		var err error
+		if v, err = r.conv[i](v); err != nil {
+			return nil, err
+		}
+	}
+	if r.post != nil {
+		return r.post[i](wireValue(v))
+	}
+	return wireValue(v), nil
+}
+
 // resultColumns returns the result columns of a select list over ci's
-// columns, and each one's index in ci.Columns.
-func resultColumns(ci *source.CaptureInstance, info fake.TableInfo, sel []selected, nullable bool) ([]tdsserver.Column, []int, error) {
-	var cols []tdsserver.Column
-	var idx []int
+// columns: each column with its type in info (the table's, or the change
+// table's), matched by column_id (FACTS.md F61), or as its CAST types it.
+func resultColumns(ci *source.CaptureInstance, info fake.TableInfo, sel []selected, nullable bool) (*result, error) {
+	res := &result{}
 	for _, s := range sel {
+		if s.Null {
+			res.cols = append(res.cols, tdsserver.Column{Name: s.Name, Type: s.Cast, Nullable: true})
+			res.idx = append(res.idx, -1)
+			res.conv = append(res.conv, nil)
+			continue
+		}
 		j := -1
 		for i, c := range ci.Columns {
 			if c.Name == s.Name {
@@ -867,25 +960,38 @@ func resultColumns(ci *source.CaptureInstance, info fake.TableInfo, sel []select
 			}
 		}
 		if j < 0 {
-			return nil, nil, fmt.Errorf("tdsfake: [%s] is not a captured column of %s", s.Name, ci.Name)
+			return nil, fmt.Errorf("tdsfake: [%s] is not a captured column of %s", s.Name, ci.Name)
 		}
 		c := ci.Columns[j]
 		for _, tc := range info.Columns {
-			if tc.Name == c.Name {
-				c = tc // the table's collation even where the instance hides it
+			if tc.ID == c.ID {
+				c = tc // the table's type and collation, even where the instance hides it
 			}
 		}
 		col := tdsserver.Column{Name: c.Name, Type: c.Declared(), Collation: c.Collation, Nullable: nullable || c.Nullable || c.Computed}
+		var conv func(any) (any, error)
 		if s.Cast != "" {
-			col.Type, col.Collation = s.Cast, ""
+			col.Type, col.Collation, col.Nullable = s.Cast, "", true
 			if strings.HasPrefix(s.Cast, "nvarchar") {
 				col.Collation = c.Collation
 			}
+			// castsOf converts for the reads' own casts (to bigint times a
+			// scale, to varbinary, to nvarchar); the others cast a column
+			// to its captured type (FACTS.md F62, F64).
+			if s.Times == "" && !strings.HasPrefix(s.Cast, "varbinary") && !strings.HasPrefix(s.Cast, "nvarchar") {
+				to, err := source.ParseType(s.Cast)
+				if err != nil {
+					return nil, fmt.Errorf("tdsfake: CAST to %s: %w", s.Cast, err)
+				}
+				from := c
+				conv = func(v any) (any, error) { return fake.ConvertValue(v, from, to) }
+			}
 		}
-		cols = append(cols, col)
-		idx = append(idx, j)
+		res.cols = append(res.cols, col)
+		res.idx = append(res.idx, j)
+		res.conv = append(res.conv, conv)
 	}
-	return cols, idx, nil
+	return res, nil
 }
 
 // castsOf returns, for each item of a select list, what SQL Server's
@@ -983,26 +1089,61 @@ func (h *handler) isolation(conn uint64) source.Isolation {
 // table schema.name, under the connection's isolation level: the result
 // columns, each one's captured column, and the rows (nil when the pieces
 // hold none).
-func (h *handler) read(ctx context.Context, conn uint64, schema, name string, sel []selected, wheres []string, a args) ([]tdsserver.Column, []int, *fake.RowCursor, error) {
-	ci, err := h.onTable(ctx, schema, name)
+func (h *handler) read(ctx context.Context, conn uint64, schema, name string, sel []selected, wheres []string, a args) (*result, *fake.RowCursor, error) {
+	var names []string
+	for _, s := range sel {
+		if !s.Null {
+			names = append(names, s.Name)
+		}
+	}
+	ci, err := h.onTable(ctx, schema, name, names...)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	ci = keyedBy(ci, columnsNamed(wheres))
 	info, err := h.db.Table(ci.SourceSchema, ci.SourceTable)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	cols, idx, err := resultColumns(ci, info, sel, false)
+	for _, s := range sel {
+		// A column the table does not have is error 207 (FACTS.md F21,
+		// F60): a statement that names a dropped column fails.
+		if !s.Null && !slices.ContainsFunc(info.Columns, func(c source.Column) bool { return c.Name == s.Name }) {
+			return nil, nil, &sqlError{number: 207, class: 16, state: 1, message: fmt.Sprintf("Invalid column name '%s'.", s.Name)}
+		}
+	}
+	res, err := resultColumns(ci, info, sel, false)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	ps, err := pieces(ci, wheres, a)
 	if err != nil || len(ps) == 0 {
-		return cols, idx, nil, err
+		return res, nil, err
 	}
 	cur, err := h.db.ScanPieces(ctx, ci, ps, source.ReadOptions{Isolation: h.isolation(conn), BatchRows: h.opts.PageRows})
-	return cols, idx, cur, err
+	return res, cur, err
+}
+
+// sqlError is an error SQL Server would answer a statement with.
+type sqlError struct {
+	number       int32
+	class, state uint8
+	message      string
+}
+
+func (e *sqlError) Error() string { return fmt.Sprintf("error %d: %s", e.number, e.message) }
+
+// rowValues returns the wire values of row under res.
+func (res *result) rowValues(row []any) ([]any, error) {
+	vals := make([]any, len(res.idx))
+	for i := range res.idx {
+		v, err := res.value(i, row)
+		if err != nil {
+			return nil, err
+		}
+		vals[i] = v
+	}
+	return vals, nil
 }
 
 // readRange answers ReadRangeStatement from fake.ScanPieces, under the
@@ -1012,27 +1153,28 @@ func (h *handler) readRange(ctx context.Context, conn uint64, sql string, a args
 	if err != nil {
 		return fmt.Errorf("tdsfake: %w in %q", err, clip(sql))
 	}
-	cols, idx, cur, err := h.read(ctx, conn, r.schema, r.name, r.sel, r.where, a)
+	res, cur, err := h.read(ctx, conn, r.schema, r.name, r.sel, r.where, a)
+	var sqlErr *sqlError
+	if errors.As(err, &sqlErr) {
+		return w.Error(sqlErr.number, sqlErr.class, sqlErr.state, sqlErr.message)
+	}
 	if err != nil {
 		return fmt.Errorf("tdsfake: %w in %q", err, clip(sql))
 	}
-	if err := w.Columns(cols); err != nil || cur == nil {
+	if err := w.Columns(res.cols); err != nil || cur == nil {
 		return err
 	}
-	conv, err := castsOf(r.sel, a)
-	if err != nil {
+	if res.post, err = castsOf(r.sel, a); err != nil {
 		return err
 	}
-	vals := make([]any, len(idx))
 	for {
 		row, ok := cur.Next()
 		if !ok {
 			return cur.Err()
 		}
-		for i, j := range idx {
-			if vals[i], err = conv[i](wireValue(row[j])); err != nil {
-				return err
-			}
+		vals, err := res.rowValues(row)
+		if err != nil {
+			return err
 		}
 		if err := w.Row(vals...); err != nil {
 			return err
@@ -1052,11 +1194,14 @@ func (h *handler) seek(ctx context.Context, conn uint64, sql string, a args, w *
 		return err
 	}
 	k, _ := off.(int64)
-	cols, idx, cur, err := h.read(ctx, conn, r.schema, r.name, r.sel, r.where, a)
+	res, cur, err := h.read(ctx, conn, r.schema, r.name, r.sel, r.where, a)
 	if err != nil {
 		return fmt.Errorf("tdsfake: %w in %q", err, clip(sql))
 	}
-	if err := w.Columns(cols); err != nil || cur == nil {
+	if err := w.Columns(res.cols); err != nil || cur == nil {
+		return err
+	}
+	if res.post, err = castsOf(r.sel, a); err != nil {
 		return err
 	}
 	for n := int64(0); ; n++ {
@@ -1065,15 +1210,9 @@ func (h *handler) seek(ctx context.Context, conn uint64, sql string, a args, w *
 			return cur.Err()
 		}
 		if n == k {
-			conv, err := castsOf(r.sel, a)
+			vals, err := res.rowValues(row)
 			if err != nil {
 				return err
-			}
-			vals := make([]any, len(idx))
-			for i, j := range idx {
-				if vals[i], err = conv[i](wireValue(row[j])); err != nil {
-					return err
-				}
 			}
 			return w.Row(vals...)
 		}
@@ -1146,11 +1285,25 @@ func (h *handler) changes(ctx context.Context, sql string, a args, w *tdsserver.
 			return x.Operation < y.Operation
 		})
 	}
+	// The change table's own types (FACTS.md F62, F64), the table's
+	// collations.
+	ct, err := h.db.ChangeTableColumns(ctx, ci.Name)
+	if err != nil {
+		return w.Error(208, 16, 1, fmt.Sprintf("Invalid object name 'cdc.%s'.", object))
+	}
 	info, err := h.db.Table(ci.SourceSchema, ci.SourceTable)
 	if err != nil {
 		return err
 	}
-	cols, idx, err := resultColumns(ci, info, r.sel, true)
+	for i := range ct {
+		for _, tc := range info.Columns {
+			if tc.ID == ct[i].ID {
+				ct[i].Collation = tc.Collation
+			}
+		}
+	}
+	info.Columns = ct
+	res, err := resultColumns(ci, info, r.sel, true)
 	if err != nil {
 		return err
 	}
@@ -1158,12 +1311,11 @@ func (h *handler) changes(ctx context.Context, sql string, a args, w *tdsserver.
 	if r.changeTable {
 		lead = append(lead, tdsserver.Column{Name: "__$command_id", Type: "int", Nullable: true})
 	}
-	all := append(append(lead, cols...), tdsserver.Column{Name: "__$commit_ts", Type: "datetime", Nullable: true})
+	all := append(append(lead, res.cols...), tdsserver.Column{Name: "__$commit_ts", Type: "datetime", Nullable: true})
 	if err := w.Columns(all); err != nil {
 		return err
 	}
-	conv, err := castsOf(r.sel, a)
-	if err != nil {
+	if res.post, err = castsOf(r.sel, a); err != nil {
 		return err
 	}
 	var last lsn.LSN
@@ -1172,13 +1324,11 @@ func (h *handler) changes(ctx context.Context, sql string, a args, w *tdsserver.
 		if r.changeTable {
 			vals = append(vals, int64(c.CommandID))
 		}
-		for k, j := range idx {
-			v, err := conv[k](wireValue(c.Values[j]))
-			if err != nil {
-				return err
-			}
-			vals = append(vals, v)
+		cv, err := res.rowValues(c.Values)
+		if err != nil {
+			return err
 		}
+		vals = append(vals, cv...)
 		// The change table's join gives every row its commit time; the
 		// function's CASE WHEN the LSN equals the row before's THEN NULL
 		// ELSE its time, the first of an LSN only.
@@ -1268,12 +1418,18 @@ func (h *handler) seekBeyond(ctx context.Context, conn uint64, sql string, a arg
 	if err != nil {
 		return err
 	}
-	cols, _, err := resultColumns(split, info, outer, false)
+	res, err := resultColumns(split, info, outer, false)
 	if err != nil {
 		return err
 	}
-	if err := w.Columns(cols); err != nil || !found {
+	if err := w.Columns(res.cols); err != nil || !found {
 		return err
 	}
-	return w.Row(wireValue(key[0]))
+	row := make([]any, len(split.Columns))
+	row[res.idx[0]] = key[0]
+	v, err := res.value(0, row)
+	if err != nil {
+		return err
+	}
+	return w.Row(v)
 }

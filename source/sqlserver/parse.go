@@ -181,6 +181,7 @@ func parseCapturedColumns(rs resultSet) ([]source.Column, error) {
 	if err != nil {
 		return nil, err
 	}
+	idCol, idErr := rs.col(what, "column_id") // documented (F04); a fixture may lack it
 	type ordered struct {
 		pos int64
 		col source.Column
@@ -224,6 +225,15 @@ func parseCapturedColumns(rs resultSet) ([]source.Column, error) {
 		c, err := columnFromMetadata(name, typ, length, hasLen, prec, scale, dtPrec, hasDT)
 		if err != nil {
 			return nil, fmt.Errorf("sqlserver: %s: %w", what, err)
+		}
+		if idErr == nil {
+			// The column_id the instance recorded: it stays for the
+			// instance's life (FACTS.md F59).
+			id, _, err := asInt(what+" column_id", row[idCol])
+			if err != nil {
+				return nil, err
+			}
+			c.ID = int(id)
 		}
 		cols = append(cols, ordered{pos, c})
 	}
@@ -281,6 +291,13 @@ func columnFromMetadata(name, typ string, length int64, hasLen bool, prec, scale
 // Columns it does not list (the login cannot see the table's columns) keep
 // no collation and code page, which keeps a char/varchar key in one
 // partition and reads char/varchar columns as nvarchar, and stay nullable.
+//
+// A captured column is matched by its column_id, not its name: one
+// dropped and added again under the same name is another column (F61).
+// When sys.columns lists the table but not the column, the table no longer
+// has it: Dropped, read as NULL (F60). An identity column, and one whose
+// type in the table differs from the captured one, is CastOnRead (F62,
+// F64). A result without column_id (older fixtures) matches by name.
 func applyColumnInfo(cols []source.Column, rs resultSet) ([]source.Column, error) {
 	const what = "sys.columns"
 	idx := map[string]int{}
@@ -291,13 +308,20 @@ func applyColumnInfo(cols []source.Column, rs resultSet) ([]source.Column, error
 		}
 		idx[n] = i
 	}
-	type info struct {
-		collation          string
-		codePage           int64
-		nullable, computed bool
-		maxLength          int64
+	for _, n := range []string{"column_id", "is_identity", "type_name", "precision", "scale"} {
+		if i, err := rs.col(what, n); err == nil {
+			idx[n] = i
+		}
 	}
-	byName := map[string]info{}
+	_, byID := idx["column_id"]
+	type info struct {
+		collation                    string
+		codePage                     int64
+		nullable, computed, identity bool
+		maxLength, precision, scale  int64
+		typeName                     string
+	}
+	found := map[any]info{}
 	for _, row := range rs.Rows {
 		if len(row) != len(rs.Columns) {
 			return nil, fmt.Errorf("sqlserver: %s: row has %d values for %d columns", what, len(row), len(rs.Columns))
@@ -313,13 +337,18 @@ func applyColumnInfo(cols []source.Column, rs resultSet) ([]source.Column, error
 		if in.collation != "" && !mssqlstmt.ValidCollation(in.collation) {
 			return nil, fmt.Errorf("sqlserver: %s: column %q: collation %q is not a collation name", what, n, in.collation)
 		}
-		for _, b := range []struct {
+		bits := []struct {
 			col string
 			to  *bool
-		}{{"is_nullable", &in.nullable}, {"is_computed", &in.computed}} {
-			v, ok := row[idx[b.col]].(bool)
+		}{{"is_nullable", &in.nullable}, {"is_computed", &in.computed}, {"is_identity", &in.identity}}
+		for _, b := range bits {
+			j, ok := idx[b.col]
 			if !ok {
-				return nil, fmt.Errorf("sqlserver: %s: %s of %q: want bit, have %T", what, b.col, n, row[idx[b.col]])
+				continue
+			}
+			v, ok := row[j].(bool)
+			if !ok {
+				return nil, fmt.Errorf("sqlserver: %s: %s of %q: want bit, have %T", what, b.col, n, row[j])
 			}
 			*b.to = v
 		}
@@ -329,35 +358,100 @@ func applyColumnInfo(cols []source.Column, rs resultSet) ([]source.Column, error
 		if in.codePage, _, err = asInt(what+" code_page of "+n, row[idx["code_page"]]); err != nil {
 			return nil, err
 		}
-		byName[n] = in
+		for _, x := range []struct {
+			col string
+			to  *int64
+		}{{"precision", &in.precision}, {"scale", &in.scale}} {
+			if j, ok := idx[x.col]; ok {
+				if *x.to, _, err = asInt(what+" "+x.col+" of "+n, row[j]); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if j, ok := idx["type_name"]; ok {
+			if in.typeName, err = asString(what+" type_name of "+n, row[j]); err != nil {
+				return nil, err
+			}
+		}
+		key := any(n)
+		if byID {
+			id, _, err := asInt(what+" column_id of "+n, row[idx["column_id"]])
+			if err != nil {
+				return nil, err
+			}
+			key = int(id)
+		}
+		found[key] = in
 	}
 	out := append([]source.Column(nil), cols...)
 	for i := range out {
 		c := &out[i]
-		in, ok := byName[c.Name]
+		key := any(c.Name)
+		if byID && c.ID != 0 {
+			key = c.ID
+		}
+		in, ok := found[key]
 		if !ok {
+			if len(rs.Rows) > 0 && byID && c.ID != 0 {
+				// sys.columns lists the table, without this column_id:
+				// dropped (F60), or dropped and added again (F61).
+				c.Dropped, c.Nullable = true, true
+			}
 			continue
 		}
 		c.Collation, c.CodePage, c.Nullable, c.Computed = in.collation, int(in.codePage), in.nullable, in.computed
-		if c.Length != 0 {
-			continue
-		}
-		switch c.Type {
-		case "char", "varchar", "binary", "varbinary":
-			c.Length = int(in.maxLength)
-		case "nchar", "nvarchar":
-			c.Length = int(in.maxLength)
-			if c.Length > 0 {
-				c.Length /= 2
+		if c.Length == 0 {
+			switch c.Type {
+			case "char", "varchar", "binary", "varbinary":
+				c.Length = int(in.maxLength)
+			case "nchar", "nvarchar":
+				c.Length = int(in.maxLength)
+				if c.Length > 0 {
+					c.Length /= 2
+				}
 			}
-		default:
-			continue
+			switch c.Type {
+			case "char", "varchar", "binary", "varbinary", "nchar", "nvarchar":
+				if c.Length == 0 || c.Length < -1 || c.Length > 8000 {
+					return nil, fmt.Errorf("sqlserver: %s: column %q (%s): max_length %d is not a length", what, c.Name, c.Type, in.maxLength)
+				}
+			}
 		}
-		if c.Length == 0 || c.Length < -1 || c.Length > 8000 {
-			return nil, fmt.Errorf("sqlserver: %s: column %q (%s): max_length %d is not a length", what, c.Name, c.Type, in.maxLength)
+		if in.typeName != "" {
+			table := tableType(in.typeName, in.maxLength, in.precision, in.scale)
+			c.CastOnRead = in.identity || !sameType(table, *c)
 		}
 	}
 	return out, nil
+}
+
+// tableType is the declared type sys.columns gives a column.
+func tableType(name string, maxLength, precision, scale int64) source.Column {
+	c := source.Column{Type: strings.ToLower(name)}
+	switch c.Type {
+	case "char", "varchar", "binary", "varbinary":
+		c.Length = int(maxLength)
+	case "nchar", "nvarchar":
+		c.Length = int(maxLength)
+		if c.Length > 0 {
+			c.Length /= 2
+		}
+	case "decimal", "numeric":
+		c.Precision, c.Scale = int(precision), int(scale)
+	case "time", "datetime2", "datetimeoffset":
+		c.Scale = int(scale)
+	case "rowversion":
+		c.Type = "timestamp"
+	}
+	return c
+}
+
+// sameType reports whether a table column's type is a captured column's.
+func sameType(table, captured source.Column) bool {
+	if captured.Type == "rowversion" {
+		captured.Type = "timestamp"
+	}
+	return table.Type == captured.Type && table.Declared() == captured.Declared()
 }
 
 // asBit reads a bit column, which go-mssqldb returns as bool (FACTS.md

@@ -8,7 +8,7 @@ EXEC sys.sp_cdc_get_captured_columns @capture_instance = @p1;
 -- name: sys.columns/column_info
 -- @p1 = bigint 245575913
 -- @p2 = nvarchar N'CodePage'
-SELECT [c].[name], [c].[collation_name], [c].[is_nullable], [c].[is_computed], [c].[max_length], CAST(COLLATIONPROPERTY([c].[collation_name], @p2) AS int) AS [code_page] FROM [sys].[columns] AS [c] WHERE [c].[object_id] = @p1 ORDER BY [c].[column_id];
+SELECT [c].[name], [c].[collation_name], [c].[is_nullable], [c].[is_computed], [c].[max_length], CAST(COLLATIONPROPERTY([c].[collation_name], @p2) AS int) AS [code_page], [c].[column_id], [c].[is_identity], TYPE_NAME([c].[system_type_id]) AS [type_name], [c].[precision], [c].[scale] FROM [sys].[columns] AS [c] WHERE [c].[object_id] = @p1 ORDER BY [c].[column_id];
 
 -- name: sys.indexes/indexes
 -- @p1 = bigint 245575913
@@ -118,4 +118,18 @@ SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[__$command_
 -- @p1 = varbinary 0x0000002A00000F380003
 -- @p2 = varbinary 0x0000002A00000F400001
 SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[__$command_id], CAST([c].[name] AS nvarchar(40)) AS [name], CAST([c].[notes] AS nvarchar(max)) AS [notes], CAST([c].[legacy] AS nvarchar(max)) AS [legacy], CAST([c].[code] AS nvarchar(3)) AS [code], [m].[tran_end_time] AS [__$commit_ts] FROM [cdc].[dbo_cities_CT] AS [c] LEFT JOIN [cdc].[lsn_time_mapping] AS [m] ON [m].[start_lsn] = [c].[__$start_lsn] WHERE [c].[__$start_lsn] >= @p1 AND [c].[__$start_lsn] <= @p2 ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation];
+
+-- name: change_table/dropped_and_identity
+-- @p1 = varbinary 0x0000002A00000F380003
+-- @p2 = varbinary 0x0000002A00000F400001
+SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[__$command_id], CAST([c].[id] AS bigint) AS [id], CAST([c].[v] AS varbinary(40)) AS [v], [c].[gone], [c].[doc], [c].[rv], [m].[tran_end_time] AS [__$commit_ts] FROM [cdc].[dbo_ddl_CT] AS [c] LEFT JOIN [cdc].[lsn_time_mapping] AS [m] ON [m].[start_lsn] = [c].[__$start_lsn] WHERE [c].[__$start_lsn] >= @p1 AND [c].[__$start_lsn] <= @p2 ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation];
+
+-- name: changes/dropped_and_identity
+-- @p1 = varbinary 0x0000002A00000F380003
+-- @p2 = varbinary 0x0000002A00000F400001
+SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], CAST([c].[id] AS bigint) AS [id], CAST([c].[v] AS varbinary(40)) AS [v], [c].[gone], [c].[doc], [c].[rv], CASE WHEN [c].[__$start_lsn] = LAG([c].[__$start_lsn]) OVER (ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation]) THEN NULL ELSE sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) END AS [__$commit_ts] FROM [cdc].[fn_cdc_get_all_changes_dbo_ddl](@p1, @p2, N'all update old') AS [c] ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation];
+
+-- name: cdc/get_ddl_history
+-- @p1 = nvarchar N'dbo_orders'
+EXEC sys.sp_cdc_get_ddl_history @capture_instance = @p1;
 

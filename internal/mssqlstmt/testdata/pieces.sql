@@ -168,6 +168,16 @@ UNION ALL
 SELECT [id ]]]]], [ключ], [a b] FROM [sales ]]x].[Ördersё 'q"] WHERE [id ]]]]] = CAST(@p3 AS int) AND [ключ] < CAST(@p4 AS nchar(4)) AND [id ]]]]] > CAST(@p1 AS int)
 ORDER BY [id ]]]]], [ключ];
 
+-- name: dropped_and_identity/all
+SELECT CAST([id] AS bigint) AS [id], CAST([v] AS varbinary(40)) AS [v], CAST(NULL AS varchar(10)) AS [gone], CAST(NULL AS xml) AS [doc], CAST(NULL AS binary(8)) AS [rv] FROM [dbo].[ddl]
+ORDER BY [id];
+
+-- name: dropped_and_identity/middle
+-- @p1 = bigint 10
+-- @p2 = bigint 20
+SELECT CAST([id] AS bigint) AS [id], CAST([v] AS varbinary(40)) AS [v], CAST(NULL AS varchar(10)) AS [gone], CAST(NULL AS xml) AS [doc], CAST(NULL AS binary(8)) AS [rv] FROM [dbo].[ddl] WHERE [id] >= CAST(@p1 AS bigint) AND [id] < CAST(@p2 AS bigint)
+ORDER BY [id];
+
 -- name: hostile_names/middle
 -- @p1 = bigint 1
 -- @p2 = bigint 9

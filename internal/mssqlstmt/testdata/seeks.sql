@@ -53,6 +53,14 @@ SELECT CAST([s].[name] AS nvarchar(40)) AS [name] FROM (
 SELECT [q0].[name] FROM (SELECT TOP (@p1) [name] FROM [dbo].[cities] WHERE [name] >= CAST(@p2 COLLATE Latin1_General_100_CI_AS_SC_UTF8 AS varchar(40)) ORDER BY [name]) AS [q0]
 ) AS [s] ORDER BY [s].[name] OFFSET @p3 ROWS FETCH NEXT 1 ROWS ONLY;
 
+-- name: identity/from_key
+-- @p1 = bigint 101
+-- @p2 = bigint 10
+-- @p3 = bigint 100
+SELECT CAST([s].[id] AS bigint) AS [id] FROM (
+SELECT [q0].[id] FROM (SELECT TOP (@p1) [id] FROM [dbo].[ddl] WHERE [id] >= CAST(@p2 AS bigint) ORDER BY [id]) AS [q0]
+) AS [s] ORDER BY [s].[id] OFFSET @p3 ROWS FETCH NEXT 1 ROWS ONLY;
+
 -- name: kinds/from_key
 -- @p1 = bigint 51
 -- @p2 = nvarchar N'-12.345'

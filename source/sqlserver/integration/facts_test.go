@@ -77,30 +77,7 @@ func rawChanges(t *testing.T, c context.Context, s *sqlserver.Source, ci *source
 	if from.Less(ci.StartLSN) {
 		from = ci.StartLSN
 	}
-	rr, err := s.ReadChanges(c, ci, from, lsn.Max)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rr.Release()
-	var out []map[string]any
-	for rr.Next() {
-		rec := rr.RecordBatch()
-		for i := range int(rec.NumRows()) {
-			m := map[string]any{}
-			for j, f := range rec.Schema().Fields() {
-				v, err := fake.ArrowValue(rec.Column(j), i)
-				if err != nil {
-					t.Fatal(err)
-				}
-				m[f.Name] = v
-			}
-			out = append(out, m)
-		}
-	}
-	if err := rr.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return recordMaps(t, tt{t}.must(s.ReadChanges(c, ci, from, lsn.Max)))
 }
 
 // TestDocumentedResultSets: the procedures return the columns, in the
