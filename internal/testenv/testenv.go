@@ -1,9 +1,10 @@
 // Package testenv is what cdcsnap's tests share about the machine they run
 // on: the optional components some suites need (Java, Python, Node.js,
-// Maven, network access to a registry, the shared Delta tables, a SQL
-// Server) and one form of message for a suite skipped without them, which
-// internal/testrun lists after the tests with the line that enables each.
-// A suite never fails for a missing component.
+// Maven, network access to a registry, a SQL Server) and one form of
+// message for a suite skipped without them, which internal/testrun lists
+// after the tests with the line that enables each. A suite never fails for
+// a missing component. The Delta tables of testdata/delta are not such a
+// component: every clone has them (DeltaFixture).
 package testenv
 
 import (
@@ -176,30 +177,14 @@ func lastLines(s string, n int) string {
 	return strings.TrimSpace(strings.Join(lines, "\n"))
 }
 
-// SharedEnv names the folder holding the shared Delta test tables
-// (testdata/delta written by Spark and delta-rs); by default ../shared
-// beside the repository.
-const SharedEnv = "CDCSNAP_SHARED"
-
-// SharedDeltaTable returns the path of the shared Delta test table name,
-// or skips t when the shared folder is absent.
-func SharedDeltaTable(t testing.TB, name string) string {
+// DeltaFixture returns the path of the Delta table name in testdata/delta
+// at the module root: tables written by Spark and delta-rs with
+// testdata/delta/make, committed with the versions that made them.
+func DeltaFixture(t testing.TB, name string) string {
 	t.Helper()
-	root := os.Getenv(SharedEnv)
-	if root == "" {
-		root = filepath.Join(moduleRoot(t), "..", "shared")
-	}
-	dir := filepath.Join(root, "testdata", "delta")
-	if _, err := os.Stat(dir); err != nil {
-		abs, _ := filepath.Abs(dir)
-		Skip(t, "shared Delta tables", abs+" is absent",
-			SharedEnv+"=<folder holding testdata/delta> go test ./sink/delta")
-	}
-	p := filepath.Join(dir, name)
-	if _, err := os.Stat(p); err != nil {
-		abs, _ := filepath.Abs(p)
-		Skip(t, "shared Delta tables", abs+" is absent (an older shared folder?)",
-			SharedEnv+"=<folder holding testdata/delta> go test ./sink/delta")
+	p := filepath.Join(moduleRoot(t), "testdata", "delta", name)
+	if _, err := os.Stat(filepath.Join(p, "_delta_log")); err != nil {
+		t.Fatalf("Delta fixture %s: %v (testdata/delta/make writes it)", name, err)
 	}
 	return p
 }

@@ -97,11 +97,11 @@ func deltaEncoded(t *testing.T, tb *Table, dir string) map[string]bool {
 	return out
 }
 
-// TestRefusesForeignSchema: a partitioned table of another schema (a copy of the
-// shared one's log) is refused, naming the columns, and nothing is written.
+// TestRefusesForeignSchema: a partitioned table of another schema (a copy of a
+// Spark fixture's log) is refused, naming the columns, and nothing is written.
 func TestRefusesForeignSchema(t *testing.T) {
 	ctx := context.Background()
-	src := sharedTable(t, "checkpoint_with_partitions")
+	src := fixtureTable(t, "spark_partitioned_checkpoint")
 	dir := t.TempDir()
 	if err := copyDir(filepath.Join(src, "_delta_log"), filepath.Join(dir, "_delta_log")); err != nil {
 		t.Fatal(err)

@@ -217,9 +217,9 @@ func readAll(t testing.TB, tb *Table) arrow.Table {
 	return tbl
 }
 
-func sharedTable(t *testing.T, name string) string {
+func fixtureTable(t *testing.T, name string) string {
 	t.Helper()
-	return testenv.SharedDeltaTable(t, name)
+	return testenv.DeltaFixture(t, name)
 }
 
 // readFile reads data file f of tb alone, as one record batch.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/url"
+	"fmt"
+	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -17,38 +19,38 @@ import (
 	"github.com/cdcsnap/cdcsnap/internal/testenv"
 )
 
-// sharedTables are the delta-rs test tables in ../shared/testdata/delta
-// with the versions and live file counts delta-rs 1.6.6 reports, or the
-// feature the reader must refuse.
-var sharedTables = []struct {
-	name    string
-	version int64
-	files   int
-	refuse  string // substring of UnsupportedProtocolError.Feature
-}{
-	{name: "checkpoint-v2-table", version: 9, files: 8},
-	{name: "checkpoint_with_partitions", version: 2, files: 2},
-	{name: "checkpoints_vacuumed", version: 12, files: 12},
-	{name: "delta-0.8.0", version: 1, files: 2},
-	{name: "delta-2.2.0-partitioned-types", version: 0, files: 3},
-	{name: "delta-checkpoint-stats-optional", version: 2, files: 2},
-	{name: "latest_not_checkpointed", version: 3, files: 1},
-	{name: "python-0.25.5-checkpoint", version: 1, files: 2},
-	{name: "simple_table", version: 4, files: 5},
-	{name: "simple_table_features", refuse: "blahabl"},
-	{name: "simple_table_with_checkpoint", version: 10, files: 11},
-	{name: "table-with-dv-small", version: 1, files: 1},
-	{name: "table_failed_last_checkpoint_update", version: 3, files: 4},
-	{name: "table_with_column_mapping", version: 0, files: 2},
-	{name: "table_with_edge_timestamps", version: 0, files: 2},
-	{name: "with_checkpoint_no_last_checkpoint", version: 3, files: 1},
+// fixtureTables are the Delta tables of testdata/delta (written by Spark
+// 4.0.1 + delta-spark 4.0.0 and delta-rs 1.6.6; testdata/delta/README.md
+// says which shape each one holds) with the versions and live file counts
+// delta-rs reports for them (and the rows it reads, -1 where the Go reader
+// does not read them), or the feature the reader must refuse.
+var fixtureTables = []fixture{
+	{name: "deltars_checkpoint", version: 2, files: 3, rows: 6},
+	{name: "deltars_json_only", version: 4, files: 2, rows: 5},
+	{name: "deltars_log_cleaned", version: 6, files: 4, rows: 8},
+	{name: "spark_checkpoint_multipart", version: 5, files: 5, rows: 10},
+	{name: "spark_checkpoint_then_commits", version: 6, files: 4, rows: 8},
+	{name: "spark_checkpoint_v2_json", version: 4, files: 2, rows: 4},
+	{name: "spark_checkpoint_v2_parquet", version: 4, files: 2, rows: 4},
+	{name: "spark_checkpoint_without_stats", version: 2, files: 2, rows: 4},
+	{name: "spark_column_mapping_id", version: 3, files: 2, rows: 4},
+	{name: "spark_column_mapping_name", version: 3, files: 2, rows: 4},
+	{name: "spark_deletion_vectors", version: 2, files: 1, rows: 6},
+	{name: "spark_edge_timestamps", version: 0, files: 1, rows: -1},
+	{name: "spark_json_only", version: 4, files: 2, rows: 5},
+	{name: "spark_log_cleaned", version: 7, files: 4, rows: 8},
+	{name: "spark_no_last_checkpoint", version: 3, files: 3, rows: 6},
+	{name: "spark_partition_types", version: 0, files: 3, rows: 3},
+	{name: "spark_partitioned_checkpoint", version: 2, files: 2, rows: 2},
+	{name: "spark_stale_last_checkpoint", version: 5, files: 2, rows: 4},
+	{name: "unknown_reader_feature", refuse: "cdcsnapFixtureUnknownFeature"},
 }
 
-func TestSharedTables(t *testing.T) {
+func TestFixtureTables(t *testing.T) {
 	ctx := context.Background()
-	for _, tc := range sharedTables {
+	for _, tc := range fixtureTables {
 		t.Run(tc.name, func(t *testing.T) {
-			tb := openLocal(t, sharedTable(t, tc.name), Options{})
+			tb := openLocal(t, fixtureTable(t, tc.name), Options{})
 			v, err := tb.Version(ctx)
 			if tc.refuse != "" {
 				var ue *deltalog.UnsupportedProtocolError
@@ -63,13 +65,7 @@ func TestSharedTables(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			files, err := tb.files(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if v != tc.version || len(files) != tc.files {
-				t.Fatalf("version %d with %d files, want %d with %d", v, len(files), tc.version, tc.files)
-			}
+			tc.check(t, tb, "")
 			if _, err := tb.FindSnapshot(ctx, "x"); err == nil {
 				t.Fatal("found a snapshot in a foreign table")
 			}
@@ -77,20 +73,96 @@ func TestSharedTables(t *testing.T) {
 	}
 }
 
-// TestSharedTablesReadRows reads the rows of the unpartitioned shared
-// tables back (Spark- and delta-rs-written Parquet). table_with_edge_timestamps
-// is left out: its INT96 timestamps overflow the nanoseconds arrow-go reads
-// INT96 into.
-func TestSharedTablesReadRows(t *testing.T) {
-	for _, name := range []string{"simple_table", "delta-0.8.0", "simple_table_with_checkpoint", "python-0.25.5-checkpoint"} {
-		t.Run(name, func(t *testing.T) {
-			tb := openLocal(t, sharedTable(t, name), Options{})
-			tbl := readAll(t, tb)
-			defer tbl.Release()
-			if tbl.NumRows() == 0 {
-				t.Fatal("no rows")
+type fixture struct {
+	name    string
+	version int64
+	files   int
+	rows    int64
+	refuse  string // substring of UnsupportedProtocolError.Feature
+}
+
+// check checks that tb reads as delta-rs reads the fixture: its version,
+// live files and rows; from says what tb was read from, for the message.
+func (tc fixture) check(t *testing.T, tb *Table, from string) {
+	t.Helper()
+	ctx := context.Background()
+	v, err := tb.Version(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := tb.files(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v != tc.version || len(files) != tc.files {
+		t.Fatalf("%sversion %d with %d files, want %d with %d", from, v, len(files), tc.version, tc.files)
+	}
+	if tc.rows < 0 {
+		return
+	}
+	tbl := readAll(t, tb)
+	defer tbl.Release()
+	if tbl.NumRows() != tc.rows {
+		t.Fatalf("%s%d rows, want %d", from, tbl.NumRows(), tc.rows)
+	}
+}
+
+// TestFixtureCheckpointsAlone: every fixture with a checkpoint reads the same
+// from its newest checkpoint alone, with the commits up to it deleted (as
+// log cleanup may leave it), so the checkpoint itself is what the reader
+// read: classic, multi-part, v2 with sidecars, without stats, partitioned.
+func TestFixtureCheckpointsAlone(t *testing.T) {
+	checkpointed := 0
+	for _, tc := range fixtureTables {
+		if tc.refuse != "" {
+			continue
+		}
+		src := fixtureTable(t, tc.name)
+		newest := int64(-1)
+		es, err := os.ReadDir(filepath.Join(src, "_delta_log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es {
+			if v, _, ok := strings.Cut(e.Name(), ".checkpoint."); ok {
+				if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > newest {
+					newest = n
+				}
 			}
+		}
+		if newest < 0 {
+			continue
+		}
+		checkpointed++
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+				if err != nil || d.IsDir() {
+					return err
+				}
+				rel, _ := filepath.Rel(src, p)
+				if v, ext, ok := strings.Cut(filepath.Base(rel), "."); ok && filepath.Dir(rel) == "_delta_log" && (ext == "json" || ext == "crc") {
+					if n, err := strconv.ParseInt(v, 10, 64); err == nil && n <= newest {
+						return nil
+					}
+				}
+				b, err := os.ReadFile(p)
+				if err != nil {
+					return err
+				}
+				if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(rel)), 0o777); err != nil {
+					return err
+				}
+				return os.WriteFile(filepath.Join(dir, rel), b, 0o666)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, openLocal(t, dir, Options{}), fmt.Sprintf("from the checkpoint at %d alone: ", newest))
 		})
+	}
+	if checkpointed < 10 {
+		t.Fatalf("%d fixtures with a checkpoint, want at least 10", checkpointed)
 	}
 }
 
@@ -132,24 +204,24 @@ type oracleTable struct {
 	} `json:"protocol"`
 }
 
-// TestOracleDeltaRS compares the Go reader with delta-rs on every shared
+// TestOracleDeltaRS compares the Go reader with delta-rs on every fixture
 // table: version, live files, schema, protocol.
 func TestOracleDeltaRS(t *testing.T) {
 	py := pythonOrSkip(t)
 	ctx := context.Background()
 	var paths []string
-	for _, tc := range sharedTables {
-		paths = append(paths, sharedTable(t, tc.name))
+	for _, tc := range fixtureTables {
+		paths = append(paths, fixtureTable(t, tc.name))
 	}
 	var want map[string]oracleTable
 	runPython(t, py, &want, append([]string{"oracle"}, paths...)...)
-	for _, tc := range sharedTables {
+	for _, tc := range fixtureTables {
 		t.Run(tc.name, func(t *testing.T) {
 			w, ok := want[tc.name]
 			if !ok {
 				t.Fatalf("delta-rs said nothing about %s", tc.name)
 			}
-			tb := openLocal(t, sharedTable(t, tc.name), Options{})
+			tb := openLocal(t, fixtureTable(t, tc.name), Options{})
 			v, err := tb.Version(ctx)
 			if tc.refuse != "" {
 				var ue *deltalog.UnsupportedProtocolError
@@ -169,19 +241,15 @@ func TestOracleDeltaRS(t *testing.T) {
 				t.Errorf("version %d, delta-rs %d", v, w.Version)
 			}
 			files, _ := tb.files(ctx)
-			var got []string
+			var got []string // as the log holds them: URL-encoded, as delta-rs gives them
 			for _, f := range files {
-				p, err := url.PathUnescape(f.Path)
-				if err != nil {
-					p = f.Path
-				}
-				got = append(got, p)
+				got = append(got, f.Path)
 			}
 			sort.Strings(got)
 			if strings.Join(got, "\n") != strings.Join(w.Files, "\n") {
 				t.Errorf("files:\n%s\ndelta-rs:\n%s", strings.Join(got, "\n"), strings.Join(w.Files, "\n"))
 			}
-			if readsRows[tc.name] {
+			if tc.rows >= 0 {
 				compareRows(t, tb, w)
 			}
 			p, _ := tb.protocol(ctx)
@@ -216,16 +284,6 @@ func TestOracleDeltaRS(t *testing.T) {
 			}
 		})
 	}
-}
-
-// readsRows are the shared tables whose rows the Go reader reads (the
-// others hold struct columns or INT96 timestamps past arrow-go's range,
-// or ship without their data files).
-var readsRows = map[string]bool{
-	"simple_table": true, "delta-0.8.0": true, "simple_table_with_checkpoint": true,
-	"python-0.25.5-checkpoint": true, "table-with-dv-small": true,
-	"table_failed_last_checkpoint_update": true, "checkpoint-v2-table": true,
-	"delta-2.2.0-partitioned-types": true, "table_with_column_mapping": true,
 }
 
 // compareRows checks that Go reads the rows delta-rs reads: their count
