@@ -60,12 +60,13 @@ var (
 )
 
 // genServer answers the range reads source/sqlserver sends for the
-// generator's table (one integer key: one piece per range) and SET
-// TRANSACTION ISOLATION LEVEL, computing each row from its number.
+// generator's table (one integer key: one piece per range), SET
+// TRANSACTION ISOLATION LEVEL and SET LOCK_TIMEOUT, computing each row
+// from its number.
 type genServer struct{ g *Gen }
 
 func (s genServer) Serve(ctx context.Context, req *tdsserver.Request, w *tdsserver.ResponseWriter) error {
-	if strings.HasPrefix(req.SQL, "SET TRANSACTION ISOLATION LEVEL ") {
+	if strings.HasPrefix(req.SQL, "SET TRANSACTION ISOLATION LEVEL ") || strings.HasPrefix(req.SQL, "SET LOCK_TIMEOUT ") {
 		return nil
 	}
 	if !strings.HasPrefix(req.SQL, "SELECT [id], [customer]") || strings.Contains(req.SQL, "UNION ALL") {
