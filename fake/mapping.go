@@ -31,3 +31,18 @@ func (db *DB) Mapping(ctx context.Context) ([]MappedCommit, error) {
 	}
 	return out, nil
 }
+
+// CreatedAt returns the start_lsn capture instance name had when it was
+// enabled (cleanup raises its start_lsn later, FACTS.md F20): what tells
+// an instance from one dropped and enabled again under the same name, as
+// SQL Server's new change table does.
+func (db *DB) CreatedAt(name string) (lsn.LSN, bool) {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	for _, in := range db.instances {
+		if in.name == name {
+			return in.start, true
+		}
+	}
+	return lsn.LSN{}, false
+}

@@ -171,6 +171,7 @@ func mustLSN(s string) lsn.LSN {
 func TestGoldenMetadata(t *testing.T) {
 	g := &golden{t: t}
 	g.add("cdc/help_change_data_capture", ListCaptureInstancesStatement(), nil)
+	g.add("cdc/help_change_data_capture_of_table", TableCaptureInstancesStatement("dbo", "orders"), nil)
 	g.add("cdc/get_captured_columns", CapturedColumnsStatement("dbo_orders"), nil)
 	g.add("sys.columns/column_info", ColumnsStatement(245575913), nil)
 	g.add("sys.indexes/indexes", IndexesStatement(245575913), nil)

@@ -129,6 +129,14 @@ func ListCaptureInstancesStatement() Stmt {
 	return Stmt{SQL: "EXEC sys.sp_cdc_help_change_data_capture"}
 }
 
+// TableCaptureInstancesStatement lists the capture instances of one source
+// table (sys.sp_cdc_help_change_data_capture with @source_schema and
+// @source_name, both required together; the table must exist): the same
+// result as ListCaptureInstancesStatement, narrowed to at most two rows.
+func TableCaptureInstancesStatement(schema, table string) Stmt {
+	return Stmt{SQL: "EXEC sys.sp_cdc_help_change_data_capture @source_schema = @p1, @source_name = @p2", Args: []any{schema, table}}
+}
+
 // CapturedColumnsStatement describes the captured columns of a capture
 // instance (sys.sp_cdc_get_captured_columns).
 func CapturedColumnsStatement(captureInstance string) Stmt {

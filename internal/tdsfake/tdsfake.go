@@ -140,6 +140,7 @@ type handler struct {
 // Fixed texts of the statements that take no names.
 var (
 	sqlList         = mssqlstmt.ListCaptureInstancesStatement().SQL
+	sqlListTable    = mssqlstmt.TableCaptureInstancesStatement("", "").SQL
 	sqlCaptured     = mssqlstmt.CapturedColumnsStatement("").SQL
 	sqlDDLHistory   = mssqlstmt.DDLHistoryStatement("").SQL
 	sqlColumns      = mssqlstmt.ColumnsStatement(0).SQL
@@ -210,7 +211,25 @@ func (h *handler) serve(ctx context.Context, req *tdsserver.Request, w *tdsserve
 		h.mu.Unlock()
 		return nil
 	case sql == sqlList:
-		return h.list(ctx, w)
+		return h.list(ctx, w, nil)
+	case sql == sqlListTable:
+		schema, err := a.str("@p1")
+		if err != nil {
+			return err
+		}
+		name, err := a.str("@p2")
+		if err != nil {
+			return err
+		}
+		if _, err := h.db.Table(schema, name); err != nil {
+			// The procedure's @source_name must exist (FACTS.md F01); the
+			// error's number is not documented: 208 stands for it (the
+			// source takes any error as a reason to list every instance).
+			return w.Error(208, 16, 1, fmt.Sprintf("Invalid object name '%s.%s'.", schema, name))
+		}
+		return h.list(ctx, w, func(ci *source.CaptureInstance) bool {
+			return strings.EqualFold(ci.SourceSchema, schema) && strings.EqualFold(ci.SourceTable, name)
+		})
 	case sql == sqlCaptured:
 		return h.captured(ctx, a, w)
 	case sql == sqlDDLHistory:
@@ -441,8 +460,10 @@ func quotedList(names []string) string {
 
 // list answers sys.sp_cdc_help_change_data_capture (FACTS.md F01): the
 // instances the fake lists (fake.DB.ListCaptureInstances, so its faults
-// and DenyChanges apply), each described for the columns its row holds.
-func (h *handler) list(ctx context.Context, w *tdsserver.ResponseWriter) error {
+// and DenyChanges apply) that keep holds (all when nil), each described
+// for the columns its row holds; object_id, the change table's, is new for
+// an instance enabled again under its old name.
+func (h *handler) list(ctx context.Context, w *tdsserver.ResponseWriter, keep func(*source.CaptureInstance) bool) error {
 	listed, err := h.db.ListCaptureInstances(ctx)
 	if err != nil {
 		return err
@@ -457,7 +478,12 @@ func (h *handler) list(ctx context.Context, w *tdsserver.ResponseWriter) error {
 		return err
 	}
 	for _, ci := range cis {
+		if keep != nil && !keep(ci) {
+			continue
+		}
 		id := objectID(ci.SourceSchema, ci.SourceTable)
+		created, _ := h.db.CreatedAt(ci.Name)
+		changeTable := objectID("cdc", ci.Name+"_CT@"+created.String())
 		var captured []string
 		for _, c := range ci.Columns {
 			captured = append(captured, c.Name)
@@ -472,7 +498,7 @@ func (h *handler) list(ctx context.Context, w *tdsserver.ResponseWriter) error {
 				index = ci.KeyIndex.Name
 			}
 		}
-		if err := w.Row(ci.SourceSchema, ci.SourceTable, ci.Name, id+1000, id, start, nil,
+		if err := w.Row(ci.SourceSchema, ci.SourceTable, ci.Name, changeTable, id, start, nil,
 			len(ci.Key) > 0, nil, nil, index, nil, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), keys, quotedList(captured)); err != nil {
 			return err
 		}

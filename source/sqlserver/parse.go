@@ -86,6 +86,19 @@ type captureRow struct {
 	SourceObjectID int64
 	// IndexName is the unique index the key comes from; empty when none.
 	IndexName string
+	// ChangeTableID (object_id, the change table's) and CapturedList
+	// (captured_column_list) tell one instance from another of the same
+	// name: a re-created instance has a new change table.
+	ChangeTableID int64
+	CapturedList  string
+}
+
+// sameInstance reports whether two listings show one capture instance as
+// it was described: the same change table, source table, unique index, key
+// and captured columns. Its start_lsn may have moved (cleanup).
+func (r captureRow) sameInstance(o captureRow) bool {
+	return r.Instance.Name == o.Instance.Name && r.ChangeTableID == o.ChangeTableID && r.SourceObjectID == o.SourceObjectID &&
+		r.IndexName == o.IndexName && slices.Equal(r.Instance.Key, o.Instance.Key) && r.CapturedList == o.CapturedList
 }
 
 // parseCaptureInstances reads the result of ListCaptureInstancesStatement:
@@ -95,7 +108,7 @@ type captureRow struct {
 func parseCaptureInstances(rs resultSet) ([]captureRow, error) {
 	const what = "sp_cdc_help_change_data_capture"
 	idx := map[string]int{}
-	for _, n := range []string{"source_schema", "source_table", "capture_instance", "source_object_id", "start_lsn", "index_name", "index_column_list"} {
+	for _, n := range []string{"source_schema", "source_table", "capture_instance", "object_id", "source_object_id", "start_lsn", "index_name", "index_column_list", "captured_column_list"} {
 		i, err := rs.col(what, n)
 		if err != nil {
 			return nil, err
@@ -119,6 +132,12 @@ func parseCaptureInstances(rs resultSet) ([]captureRow, error) {
 			return nil, err
 		}
 		if c.SourceObjectID, _, err = asInt(what+" source_object_id", row[idx["source_object_id"]]); err != nil {
+			return nil, err
+		}
+		if c.ChangeTableID, _, err = asInt(what+" object_id", row[idx["object_id"]]); err != nil {
+			return nil, err
+		}
+		if c.CapturedList, err = asString(what+" captured_column_list", row[idx["captured_column_list"]]); err != nil {
 			return nil, err
 		}
 		var start lsn.NullLSN

@@ -147,6 +147,7 @@ type Source struct {
 	zoneAt      time.Time      // when zone was read
 	clockBackNo bool           // cdc.lsn_time_mapping could not be read for a fall-back (logged once)
 	changeTable map[string]changeTableState
+	described   map[string]*described // by capture instance name
 }
 
 // changeTableState is what the source learnt of a capture instance's
@@ -416,7 +417,34 @@ func (s *Source) ListCaptureInstances(ctx context.Context) ([]source.CaptureInst
 // indexes (sys.indexes, sys.index_columns, when visible): the key's index,
 // the split columns source.CaptureInstance.SplitOn can choose, and whether
 // the table is a heap.
+//
+// A name described before (resolved exactly) is looked up again among its
+// table's instances only (sys.sp_cdc_help_change_data_capture with
+// @source_schema and @source_name), and, while that is the same instance
+// (its change table, key and captured column list: a dropped and
+// re-created one has a new change table), its captured columns are not
+// read again, nor its indexes for indexRefresh; sys.columns, where DDL
+// shows, is read on every call. A poll so sends two statements where it
+// sent four, and no listing of the whole database.
 func (s *Source) CaptureInstance(ctx context.Context, name string) (*source.CaptureInstance, error) {
+	if d := s.cachedInstance(name); d != nil {
+		st := mssqlstmt.TableCaptureInstancesStatement(d.row.Instance.SourceSchema, d.row.Instance.SourceTable)
+		rs, err := s.run(ctx, s.db, "capture instances of "+d.row.Instance.SourceSchema+"."+d.row.Instance.SourceTable, st)
+		if err == nil {
+			var rows []captureRow
+			if rows, err = parseCaptureInstances(rs); err == nil {
+				for _, r := range rows {
+					if r.Instance.Name == name && r.sameInstance(d.row) {
+						return s.describe(ctx, r, d)
+					}
+				}
+			}
+		}
+		// Gone, re-created, changed, or the table renamed or dropped (the
+		// procedure refuses a table that does not exist): look again.
+		s.log.DebugContext(ctx, "sqlserver: the capture instance changed since it was described; describing it again", "capture_instance", name, "error", err)
+		s.forgetInstance(name)
+	}
 	rs, err := s.run(ctx, s.db, "listing capture instances", mssqlstmt.ListCaptureInstancesStatement())
 	if err != nil {
 		return nil, err
@@ -439,22 +467,67 @@ func (s *Source) CaptureInstance(ctx context.Context, name string) (*source.Capt
 			row = r
 		}
 	}
+	return s.describe(ctx, row, nil)
+}
+
+// indexRefresh is how long the indexes of a described capture instance are
+// used before they are read again (CREATE and DROP INDEX change them
+// without changing the instance).
+const indexRefresh = 5 * time.Minute
+
+// described is what CaptureInstance read of one capture instance and may
+// use again while the instance is the same (captureRow.sameInstance).
+type described struct {
+	row       captureRow
+	captured  []source.Column // sp_cdc_get_captured_columns: fixed for the instance's life
+	indexes   []source.Index
+	heap      bool
+	indexesOK bool // sys.indexes showed the table
+	indexesAt time.Time
+}
+
+func (s *Source) cachedInstance(name string) *described {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.described[name]
+}
+
+func (s *Source) forgetInstance(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.described, name)
+}
+
+// describe completes the instance of row: its captured columns (from d
+// when given), sys.columns, and its indexes (from d when fresh). It keeps
+// what it read for the next call.
+func (s *Source) describe(ctx context.Context, row captureRow, d *described) (*source.CaptureInstance, error) {
+	got := row.Instance.Name
 	ci := row.Instance
-	rs, err = s.run(ctx, s.db, "captured columns of "+got, mssqlstmt.CapturedColumnsStatement(got))
-	if err != nil {
-		return nil, err
+	next := &described{row: row}
+	if d != nil {
+		next.captured = d.captured
+		if time.Since(d.indexesAt) < indexRefresh {
+			next.indexes, next.heap, next.indexesOK, next.indexesAt = d.indexes, d.heap, d.indexesOK, d.indexesAt
+		}
 	}
-	if ci.Columns, err = parseCapturedColumns(rs); err != nil {
-		return nil, err
+	if next.captured == nil {
+		rs, err := s.run(ctx, s.db, "captured columns of "+got, mssqlstmt.CapturedColumnsStatement(got))
+		if err != nil {
+			return nil, err
+		}
+		if next.captured, err = parseCapturedColumns(rs); err != nil {
+			return nil, err
+		}
 	}
-	rs, err = s.run(ctx, s.db, "collations of "+got, mssqlstmt.ColumnsStatement(row.SourceObjectID))
+	rs, err := s.run(ctx, s.db, "collations of "+got, mssqlstmt.ColumnsStatement(row.SourceObjectID))
 	if err != nil {
 		return nil, err
 	}
 	if len(rs.Rows) == 0 {
 		s.log.WarnContext(ctx, "sqlserver: sys.columns shows no columns of the source table: no collations, varchar keys stay in one partition", "capture_instance", got)
 	}
-	if ci.Columns, err = applyColumnInfo(ci.Columns, rs); err != nil {
+	if ci.Columns, err = applyColumnInfo(slices.Clone(next.captured), rs); err != nil {
 		return nil, err
 	}
 	for _, k := range ci.Key {
@@ -466,28 +539,36 @@ func (s *Source) CaptureInstance(ctx context.Context, name string) (*source.Capt
 			return nil, fmt.Errorf("sqlserver: capture instance %q: key column %q is computed: CDC writes NULL for it in change rows (FACTS.md F13), so changes cannot be matched to rows", got, k)
 		}
 	}
-	rs, err = s.run(ctx, s.db, "indexes of "+got, mssqlstmt.IndexesStatement(row.SourceObjectID))
-	if err != nil {
-		return nil, err
+	if next.indexesAt.IsZero() {
+		rs, err = s.run(ctx, s.db, "indexes of "+got, mssqlstmt.IndexesStatement(row.SourceObjectID))
+		if err != nil {
+			return nil, err
+		}
+		if next.indexes, next.heap, next.indexesOK, err = parseIndexes(rs); err != nil {
+			return nil, err
+		}
+		next.indexesAt = time.Now()
+		if !next.indexesOK {
+			s.log.WarnContext(ctx, "sqlserver: sys.indexes shows no index of the source table: no split columns, and whether the key's index is clustered is not known", "capture_instance", got)
+		}
 	}
-	indexes, heap, ok, err := parseIndexes(rs)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		s.log.WarnContext(ctx, "sqlserver: sys.indexes shows no index of the source table: no split columns, and whether the key's index is clustered is not known", "capture_instance", got)
-	}
-	ci.Indexes, ci.Heap = indexes, heap
-	for _, ix := range indexes {
+	ci.Indexes, ci.Heap = slices.Clone(next.indexes), next.heap
+	for _, ix := range ci.Indexes {
 		if row.IndexName == "" || ix.Name != row.IndexName {
 			continue
 		}
 		ix.Unique = true // CDC's index_name is a unique index (FACTS.md F18)
 		ci.KeyIndex = &ix
-		if !ix.Clustered {
+		if !ix.Clustered && d == nil {
 			s.log.WarnContext(ctx, "sqlserver: the capture instance's unique index is nonclustered: each key range is an index seek plus a key lookup per row, or a scan of the table", "capture_instance", got, "index", row.IndexName)
 		}
 	}
+	s.mu.Lock()
+	if s.described == nil {
+		s.described = map[string]*described{}
+	}
+	s.described[got] = next
+	s.mu.Unlock()
 	return &ci, nil
 }
 

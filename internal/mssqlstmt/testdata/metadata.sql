@@ -1,6 +1,11 @@
 -- name: cdc/help_change_data_capture
 EXEC sys.sp_cdc_help_change_data_capture;
 
+-- name: cdc/help_change_data_capture_of_table
+-- @p1 = nvarchar N'dbo'
+-- @p2 = nvarchar N'orders'
+EXEC sys.sp_cdc_help_change_data_capture @source_schema = @p1, @source_name = @p2;
+
 -- name: cdc/get_captured_columns
 -- @p1 = nvarchar N'dbo_orders'
 EXEC sys.sp_cdc_get_captured_columns @capture_instance = @p1;
