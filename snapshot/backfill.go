@@ -548,12 +548,16 @@ func runWave(ctx context.Context, src source.Source, dst sink.ChunkSink, plan *B
 			defer func() { <-sem }()
 			var last int64
 			began := time.Now()
-			part, err := executeChunk(ctx, src, dst, plan, first+i, wave, func(r int64) {
-				if rows != nil {
-					rows(r - last)
-				}
-				last = r
-			}, run)
+			var part sink.Part
+			err := again(ctx, opts.Logger, fmt.Sprintf("chunk %d", first+i), func() (err error) {
+				part, err = executeChunk(ctx, src, dst, plan, first+i, wave, func(r int64) {
+					if rows != nil {
+						rows(r - last)
+					}
+					last = r
+				}, run)
+				return err
+			})
 			if err != nil {
 				errs[i] = err
 				cancel()

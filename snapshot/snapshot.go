@@ -858,7 +858,11 @@ func executeAll(ctx context.Context, src source.Source, dst sink.Sink, prep *Pre
 					return
 				}
 				began := time.Now()
-				part, err := execute(ctx, src, dst, plan, i, func(rows int64) { report(i, rows, false) }, run)
+				var part sink.Part
+				err := again(ctx, opts.Logger, fmt.Sprintf("partition %d", i), func() (err error) {
+					part, err = execute(ctx, src, dst, plan, i, func(rows int64) { report(i, rows, false) }, run)
+					return err
+				})
 				if err != nil {
 					errs[i] = err
 					cancel()

@@ -304,6 +304,14 @@ type ReadOptions struct {
 	NotBefore lsn.LSN
 }
 
+// ErrTransient marks a read that failed with an error that reading again
+// can get past (a deadlock victim, a lock time-out, a broken connection, a
+// failover) and that the source could not get past in place: its own
+// retries were spent, or it had handed out rows a read from the start would
+// hand out again. Package snapshot reads such a partition (or chunk) again
+// from its start, the files it wrote never committed.
+var ErrTransient = errors.New("transient read error")
+
 // ErrReplicaBehind means a read landed on a replica that has not yet
 // applied the log up to the LSN the read must see (ReadOptions.NotBefore).
 // Errors that wrap it are *ReplicaBehindError; retrying later, or on

@@ -35,7 +35,6 @@ func Example() {
 	// SELECT [name], [id] FROM [dbo].[snap_greek] WHERE [name] > CAST(@p1 COLLATE Greek_CI_AS AS varchar(20)) AND [name] < CAST(@p3 COLLATE Greek_CI_AS AS varchar(20))
 	// UNION ALL
 	// SELECT [name], [id] FROM [dbo].[snap_greek] WHERE [name] = CAST(@p3 COLLATE Greek_CI_AS AS varchar(20)) AND [id] < CAST(@p4 AS int) AND [name] > CAST(@p1 COLLATE Greek_CI_AS AS varchar(20))
-	// ORDER BY [name], [id]
 	// @p1 = Άλφα
 	// @p2 = 1
 	// @p3 = Δέλτα

@@ -623,12 +623,19 @@ func ReadRangeStatement(ci *source.CaptureInstance, r keyrange.Range) (Stmt, err
 
 // OrderedRange reports whether ReadRangeStatement orders a keyed range by
 // its key, so that a read cut by a transient error can go on after the
-// last key it returned: the key is unique, its index is the clustered one
-// (or not known: a range seek on a clustered index returns the key order
-// without a sort), and no key column is read converted (readExpr), so the
-// ORDER BY names the column itself.
+// last key it returned: the key is unique, its index is known to be the
+// clustered one, and no key column is read converted (readExpr), so the
+// ORDER BY names the column itself. The pieces of a range are joined by
+// UNION ALL, whose Concatenation keeps no order: SQL Server orders the
+// union by merging inputs that come sorted (a Merge Join's union), which
+// each piece's seek on the clustered index is, or by an explicit Sort,
+// which a heap, a nonclustered index or one not known (sys.indexes not
+// visible) may need on a whole range ("Concatenation Showplan Operator",
+// "Merge Join Showplan Operator"). Any other range restarts while it has
+// handed out no rows, else fails as source.ErrTransient and package
+// snapshot reads the partition again.
 func OrderedRange(ci *source.CaptureInstance) bool {
-	if len(ci.Key) == 0 || !ci.UniqueKey() || (ci.KeyIndex != nil && !ci.KeyIndex.Clustered) {
+	if len(ci.Key) == 0 || !ci.UniqueKey() || ci.KeyIndex == nil || !ci.KeyIndex.Clustered {
 		return false
 	}
 	for _, k := range ci.Key {

@@ -40,7 +40,11 @@
 //     time-out, Azure SQL's reconfiguration errors, a broken connection)
 //     runs again on a new connection (Options.Retry): a range read ordered
 //     by its key after the last key it returned, a change read after its
-//     last row; each retry is logged and counted (F80, F81). A read blocked
+//     last row; each retry is logged and counted (F80, F81). A read that
+//     cannot go on in place (a range with no order to resume by that
+//     already handed out rows, or the retries spent) fails wrapping
+//     source.ErrTransient, and package snapshot reads that partition again
+//     from its start. A read blocked
 //     by another session's lock longer than Options.LockTimeout (SET
 //     LOCK_TIMEOUT on its connection, 30 s by default) fails with 1222 and
 //     so runs again, instead of waiting unseen (F83).

@@ -3,6 +3,7 @@ package sqlserver
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -72,6 +73,16 @@ func (s *Source) again(ctx context.Context, rt *retrier, op, ci string, err erro
 	}
 	ok, _ := rt.again(ctx, err)
 	return ok
+}
+
+// markTransient marks a transient error (Transient) the read could not get
+// past in place with source.ErrTransient, so a caller can read again from
+// the start (package snapshot does, per partition).
+func markTransient(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() != nil || !Transient(err) || errors.Is(err, source.ErrTransient) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", source.ErrTransient, err)
 }
 
 // retrying runs f until it succeeds, fails with an error that is not

@@ -736,7 +736,7 @@ func (s *Source) SeekKey(ctx context.Context, ci *source.CaptureInstance, iso so
 		return err
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, false, markTransient(ctx, err)
 	}
 	return parseSeekKey(ci, rs, o.guidConversion)
 }
@@ -795,10 +795,10 @@ func (s *Source) ReadRange(ctx context.Context, ci *source.CaptureInstance, r ke
 		return err
 	}); err != nil {
 		d.Release()
-		return nil, err
+		return nil, markTransient(ctx, err)
 	}
 	wrap := func(err error) error {
-		return fmt.Errorf("sqlserver: reading %s of %q: %w", r, ci.Name, err)
+		return fmt.Errorf("sqlserver: reading %s of %q: %w", r, ci.Name, markTransient(ctx, err))
 	}
 	rr := newRowsReader(d, rows, s.batchRows(opts.BatchRows), func() {
 		if cn != nil {
@@ -924,7 +924,7 @@ func (s *Source) ReadChanges(ctx context.Context, ci *source.CaptureInstance, fr
 		cr, err = s.openChanges(ctx, ci, from, to)
 		return err
 	}); err != nil {
-		return nil, err
+		return nil, markTransient(ctx, err)
 	}
 	if cr.rows == nil {
 		return empty()
@@ -943,7 +943,7 @@ func (s *Source) ReadChanges(ctx context.Context, ci *source.CaptureInstance, fr
 		return nil, fmt.Errorf("sqlserver: capture instance %q: %w", ci.Name, err)
 	}
 	var pos lsnPosition
-	r := newRowsReader(d, cr.rows, s.batchRows(0), func() { cr.close(ctx.Err() != nil) }, func(err error) error { return cr.wrap(ctx, err) })
+	r := newRowsReader(d, cr.rows, s.batchRows(0), func() { cr.close(ctx.Err() != nil) }, func(err error) error { return cr.wrap(ctx, markTransient(ctx, err)) })
 	r.observe = pos.observe
 	// A read cut by a transient error goes on from the LSN of the last
 	// row decoded, dropping the rows of that LSN already decoded: within

@@ -1,38 +1,32 @@
 -- name: int/whole
 -- @p1 = bigint 10000
-SELECT [id], CAST([amount] * @p1 AS bigint) AS [amount], CAST([note] AS varbinary(max)) AS [note] FROM [dbo].[orders]
-ORDER BY [id];
+SELECT [id], CAST([amount] * @p1 AS bigint) AS [amount], CAST([note] AS varbinary(max)) AS [note] FROM [dbo].[orders];
 
 -- name: int/first
 -- @p1 = bigint 10000
 -- @p2 = bigint 100
-SELECT [id], CAST([amount] * @p1 AS bigint) AS [amount], CAST([note] AS varbinary(max)) AS [note] FROM [dbo].[orders] WHERE [id] < CAST(@p2 AS int)
-ORDER BY [id];
+SELECT [id], CAST([amount] * @p1 AS bigint) AS [amount], CAST([note] AS varbinary(max)) AS [note] FROM [dbo].[orders] WHERE [id] < CAST(@p2 AS int);
 
 -- name: int/middle
 -- @p1 = bigint 10000
 -- @p2 = bigint 100
 -- @p3 = bigint 200
-SELECT [id], CAST([amount] * @p1 AS bigint) AS [amount], CAST([note] AS varbinary(max)) AS [note] FROM [dbo].[orders] WHERE [id] >= CAST(@p2 AS int) AND [id] < CAST(@p3 AS int)
-ORDER BY [id];
+SELECT [id], CAST([amount] * @p1 AS bigint) AS [amount], CAST([note] AS varbinary(max)) AS [note] FROM [dbo].[orders] WHERE [id] >= CAST(@p2 AS int) AND [id] < CAST(@p3 AS int);
 
 -- name: int/last
 -- @p1 = bigint 10000
 -- @p2 = bigint 200
-SELECT [id], CAST([amount] * @p1 AS bigint) AS [amount], CAST([note] AS varbinary(max)) AS [note] FROM [dbo].[orders] WHERE [id] >= CAST(@p2 AS int)
-ORDER BY [id];
+SELECT [id], CAST([amount] * @p1 AS bigint) AS [amount], CAST([note] AS varbinary(max)) AS [note] FROM [dbo].[orders] WHERE [id] >= CAST(@p2 AS int);
 
 -- name: composite/only
-SELECT [company], [id], [qty] FROM [dbo].[lines]
-ORDER BY [company], [id];
+SELECT [company], [id], [qty] FROM [dbo].[lines];
 
 -- name: composite/first
 -- @p1 = bigint 3
 -- @p2 = bigint 500
 SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] < CAST(@p1 AS int)
 UNION ALL
-SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] = CAST(@p1 AS int) AND [id] < CAST(@p2 AS bigint)
-ORDER BY [company], [id];
+SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] = CAST(@p1 AS int) AND [id] < CAST(@p2 AS bigint);
 
 -- name: composite/middle
 -- @p1 = bigint 3
@@ -43,64 +37,54 @@ SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] = CAST(@p1 AS i
 UNION ALL
 SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] > CAST(@p1 AS int) AND [company] < CAST(@p3 AS int)
 UNION ALL
-SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] = CAST(@p3 AS int) AND [id] < CAST(@p4 AS bigint) AND [company] > CAST(@p1 AS int)
-ORDER BY [company], [id];
+SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] = CAST(@p3 AS int) AND [id] < CAST(@p4 AS bigint) AND [company] > CAST(@p1 AS int);
 
 -- name: composite/middle_one_company
 -- @p1 = bigint 3
 -- @p2 = bigint 500
 -- @p3 = bigint 900
-SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] = CAST(@p1 AS int) AND [id] >= CAST(@p2 AS bigint) AND [id] < CAST(@p3 AS bigint)
-ORDER BY [company], [id];
+SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] = CAST(@p1 AS int) AND [id] >= CAST(@p2 AS bigint) AND [id] < CAST(@p3 AS bigint);
 
 -- name: composite/last
 -- @p1 = bigint 7
 -- @p2 = bigint 20
 SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] = CAST(@p1 AS int) AND [id] >= CAST(@p2 AS bigint)
 UNION ALL
-SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] > CAST(@p1 AS int)
-ORDER BY [company], [id];
+SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] > CAST(@p1 AS int);
 
 -- name: varchar_greek/first
 -- @p1 = nvarchar N'Δέλτα'
-SELECT [name], [v] FROM [dbo].[snap_greek] WHERE [name] < CAST(@p1 COLLATE Greek_CI_AS AS varchar(20))
-ORDER BY [name];
+SELECT [name], [v] FROM [dbo].[snap_greek] WHERE [name] < CAST(@p1 COLLATE Greek_CI_AS AS varchar(20));
 
 -- name: varchar_greek/middle
 -- @p1 = nvarchar N'Δέλτα'
 -- @p2 = nvarchar N'Λάμδα'
-SELECT [name], [v] FROM [dbo].[snap_greek] WHERE [name] >= CAST(@p1 COLLATE Greek_CI_AS AS varchar(20)) AND [name] < CAST(@p2 COLLATE Greek_CI_AS AS varchar(20))
-ORDER BY [name];
+SELECT [name], [v] FROM [dbo].[snap_greek] WHERE [name] >= CAST(@p1 COLLATE Greek_CI_AS AS varchar(20)) AND [name] < CAST(@p2 COLLATE Greek_CI_AS AS varchar(20));
 
 -- name: varchar_greek/last
 -- @p1 = nvarchar N'Λάμδα'
-SELECT [name], [v] FROM [dbo].[snap_greek] WHERE [name] >= CAST(@p1 COLLATE Greek_CI_AS AS varchar(20))
-ORDER BY [name];
+SELECT [name], [v] FROM [dbo].[snap_greek] WHERE [name] >= CAST(@p1 COLLATE Greek_CI_AS AS varchar(20));
 
 -- name: nvarchar/middle
 -- @p1 = nvarchar N'Ana'
 -- @p2 = nvarchar N'Zoë'
-SELECT [name], [v] FROM [dbo].[people] WHERE [name] >= CAST(@p1 AS nvarchar(50)) AND [name] < CAST(@p2 AS nvarchar(50))
-ORDER BY [name];
+SELECT [name], [v] FROM [dbo].[people] WHERE [name] >= CAST(@p1 AS nvarchar(50)) AND [name] < CAST(@p2 AS nvarchar(50));
 
 -- name: uniqueidentifier/middle
 -- @p1 = nvarchar N'6f9619ff-8b86-d011-b42d-00c04fc964ff'
 -- @p2 = nvarchar N'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'
-SELECT [id], [body] FROM [dbo].[docs] WHERE [id] >= CAST(@p1 AS uniqueidentifier) AND [id] < CAST(@p2 AS uniqueidentifier)
-ORDER BY [id];
+SELECT [id], [body] FROM [dbo].[docs] WHERE [id] >= CAST(@p1 AS uniqueidentifier) AND [id] < CAST(@p2 AS uniqueidentifier);
 
 -- name: datetime2_7/middle
 -- @p1 = datetime2(7) (civil.DateTime) 2024-03-01T12:00:00.123456700
 -- @p2 = datetime2(7) (civil.DateTime) 2024-03-01T12:00:00.123456800
-SELECT [at], [what] FROM [dbo].[events] WHERE [at] >= CAST(@p1 AS datetime2(7)) AND [at] < CAST(@p2 AS datetime2(7))
-ORDER BY [at];
+SELECT [at], [what] FROM [dbo].[events] WHERE [at] >= CAST(@p1 AS datetime2(7)) AND [at] < CAST(@p2 AS datetime2(7));
 
 -- name: guard/case_insensitive_equal
 -- @p1 = nvarchar N'n'
 -- @p2 = bigint 3
 -- @p3 = bigint 5
-SELECT [name], [id] FROM [dbo].[snap_case] WHERE [name] = CAST(@p1 COLLATE Latin1_General_CI_AS AS varchar(10)) AND [id] >= CAST(@p2 AS int) AND [id] < CAST(@p3 AS int)
-ORDER BY [name], [id];
+SELECT [name], [id] FROM [dbo].[snap_case] WHERE [name] = CAST(@p1 COLLATE Latin1_General_CI_AS AS varchar(10)) AND [id] >= CAST(@p2 AS int) AND [id] < CAST(@p3 AS int);
 
 -- name: guard/accent_insensitive
 -- @p1 = nvarchar N'e'
@@ -111,8 +95,7 @@ SELECT [name], [id] FROM [dbo].[snap_accent] WHERE [name] = CAST(@p1 COLLATE Lat
 UNION ALL
 SELECT [name], [id] FROM [dbo].[snap_accent] WHERE [name] > CAST(@p1 COLLATE Latin1_General_CI_AI AS varchar(10)) AND [name] < CAST(@p3 COLLATE Latin1_General_CI_AI AS varchar(10))
 UNION ALL
-SELECT [name], [id] FROM [dbo].[snap_accent] WHERE [name] = CAST(@p3 COLLATE Latin1_General_CI_AI AS varchar(10)) AND [id] < CAST(@p4 AS int) AND [name] > CAST(@p1 COLLATE Latin1_General_CI_AI AS varchar(10))
-ORDER BY [name], [id];
+SELECT [name], [id] FROM [dbo].[snap_accent] WHERE [name] = CAST(@p3 COLLATE Latin1_General_CI_AI AS varchar(10)) AND [id] < CAST(@p4 AS int) AND [name] > CAST(@p1 COLLATE Latin1_General_CI_AI AS varchar(10));
 
 -- name: guard/three_groups
 -- @p1 = nvarchar N'a'
@@ -123,8 +106,7 @@ SELECT [name], [id] FROM [dbo].[snap_case] WHERE [name] = CAST(@p1 COLLATE Latin
 UNION ALL
 SELECT [name], [id] FROM [dbo].[snap_case] WHERE [name] > CAST(@p1 COLLATE Latin1_General_CI_AS AS varchar(10)) AND [name] < CAST(@p3 COLLATE Latin1_General_CI_AS AS varchar(10))
 UNION ALL
-SELECT [name], [id] FROM [dbo].[snap_case] WHERE [name] = CAST(@p3 COLLATE Latin1_General_CI_AS AS varchar(10)) AND [id] < CAST(@p4 AS int) AND [name] > CAST(@p1 COLLATE Latin1_General_CI_AS AS varchar(10))
-ORDER BY [name], [id];
+SELECT [name], [id] FROM [dbo].[snap_case] WHERE [name] = CAST(@p3 COLLATE Latin1_General_CI_AS AS varchar(10)) AND [id] < CAST(@p4 AS int) AND [name] > CAST(@p1 COLLATE Latin1_General_CI_AS AS varchar(10));
 
 -- name: null/lower_null_leading
 -- @p1 = bigint 5
@@ -134,27 +116,23 @@ SELECT [a], [b] FROM [dbo].[nk] WHERE [a] IS NULL AND [b] >= CAST(@p1 AS int) AN
 UNION ALL
 SELECT [a], [b] FROM [dbo].[nk] WHERE [a] IS NOT NULL AND ([a] IS NULL OR [a] < CAST(@p2 AS int))
 UNION ALL
-SELECT [a], [b] FROM [dbo].[nk] WHERE [a] = CAST(@p2 AS int) AND ([b] IS NULL OR [b] < CAST(@p3 AS int)) AND [a] IS NOT NULL
-ORDER BY [a], [b];
+SELECT [a], [b] FROM [dbo].[nk] WHERE [a] = CAST(@p2 AS int) AND ([b] IS NULL OR [b] < CAST(@p3 AS int)) AND [a] IS NOT NULL;
 
 -- name: null/both_null_trailing
 -- @p1 = bigint 1
 -- @p2 = bigint 2
 SELECT [a], [b] FROM [dbo].[nk] WHERE [a] = CAST(@p1 AS int) AND ((([a] IS NULL OR [a] < CAST(@p2 AS int))))
 UNION ALL
-SELECT [a], [b] FROM [dbo].[nk] WHERE [a] > CAST(@p1 AS int) AND ([a] IS NULL OR [a] < CAST(@p2 AS int))
-ORDER BY [a], [b];
+SELECT [a], [b] FROM [dbo].[nk] WHERE [a] > CAST(@p1 AS int) AND ([a] IS NULL OR [a] < CAST(@p2 AS int));
 
 -- name: null/upper_null_leading
 -- @p1 = bigint 7
-SELECT [a], [b] FROM [dbo].[nk] WHERE [a] IS NULL AND ([b] IS NULL OR [b] < CAST(@p1 AS int))
-ORDER BY [a], [b];
+SELECT [a], [b] FROM [dbo].[nk] WHERE [a] IS NULL AND ([b] IS NULL OR [b] < CAST(@p1 AS int));
 
 -- name: null/lower_all_null
 SELECT [a], [b] FROM [dbo].[nk] WHERE [a] IS NULL
 UNION ALL
-SELECT [a], [b] FROM [dbo].[nk] WHERE [a] IS NOT NULL
-ORDER BY [a], [b];
+SELECT [a], [b] FROM [dbo].[nk] WHERE [a] IS NOT NULL;
 
 -- name: weird_names/middle
 -- @p1 = bigint 1
@@ -165,8 +143,7 @@ SELECT [id ]]]]], [ключ], [a b] FROM [sales ]]x].[Ördersё 'q"] WHERE [id ]
 UNION ALL
 SELECT [id ]]]]], [ключ], [a b] FROM [sales ]]x].[Ördersё 'q"] WHERE [id ]]]]] > CAST(@p1 AS int) AND [id ]]]]] < CAST(@p3 AS int)
 UNION ALL
-SELECT [id ]]]]], [ключ], [a b] FROM [sales ]]x].[Ördersё 'q"] WHERE [id ]]]]] = CAST(@p3 AS int) AND [ключ] < CAST(@p4 AS nchar(4)) AND [id ]]]]] > CAST(@p1 AS int)
-ORDER BY [id ]]]]], [ключ];
+SELECT [id ]]]]], [ключ], [a b] FROM [sales ]]x].[Ördersё 'q"] WHERE [id ]]]]] = CAST(@p3 AS int) AND [ключ] < CAST(@p4 AS nchar(4)) AND [id ]]]]] > CAST(@p1 AS int);
 
 -- name: dropped_and_identity/all
 SELECT CAST([id] AS bigint) AS [id], CAST([v] AS varbinary(40)) AS [v], CAST(NULL AS varchar(10)) AS [gone], CAST(NULL AS xml) AS [doc], CAST(NULL AS binary(8)) AS [rv] FROM [dbo].[ddl]
@@ -181,8 +158,7 @@ ORDER BY [id];
 -- name: hostile_names/middle
 -- @p1 = bigint 1
 -- @p2 = bigint 9
-SELECT [k;1], [v AS varchar] FROM [dbo;x].[t]]; DROP TABLE t;--] WHERE [k;1] >= CAST(@p1 AS int) AND [k;1] < CAST(@p2 AS int)
-ORDER BY [k;1];
+SELECT [k;1], [v AS varchar] FROM [dbo;x].[t]]; DROP TABLE t;--] WHERE [k;1] >= CAST(@p1 AS int) AND [k;1] < CAST(@p2 AS int);
 
 -- name: empty/equal_bounds
 -- @p1 = bigint 10000
@@ -202,6 +178,5 @@ SELECT [name], [id] FROM [dbo].[tr] WHERE [name] = CAST(@p1 COLLATE Turkish_CI_A
 UNION ALL
 SELECT [name], [id] FROM [dbo].[tr] WHERE [name] > CAST(@p1 COLLATE Turkish_CI_AS AS varchar(10)) AND [name] < CAST(@p3 COLLATE Turkish_CI_AS AS varchar(10))
 UNION ALL
-SELECT [name], [id] FROM [dbo].[tr] WHERE [name] = CAST(@p3 COLLATE Turkish_CI_AS AS varchar(10)) AND [id] < CAST(@p4 AS int) AND [name] > CAST(@p1 COLLATE Turkish_CI_AS AS varchar(10))
-ORDER BY [name], [id];
+SELECT [name], [id] FROM [dbo].[tr] WHERE [name] = CAST(@p3 COLLATE Turkish_CI_AS AS varchar(10)) AND [id] < CAST(@p4 AS int) AND [name] > CAST(@p1 COLLATE Turkish_CI_AS AS varchar(10));
 
