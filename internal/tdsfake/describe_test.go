@@ -12,8 +12,8 @@ import (
 
 // TestDescribedInstancesAreNotReadAgain: the second CaptureInstance of a
 // name (what every poll asks) lists only its table's instances
-// (@source_schema, @source_name) and reads sys.columns, where DDL shows,
-// but not the captured columns nor the indexes again; a column added
+// (@source_schema, @source_name) and reads the captured columns and
+// sys.columns, where DDL shows, but not the indexes again; a column added
 // to the table shows; the instance dropped and enabled again under its
 // name (a new change table, another captured column list) is described
 // afresh; a name that resolves ignoring case lists every instance.
@@ -70,11 +70,11 @@ func TestDescribedInstancesAreNotReadAgain(t *testing.T) {
 		}
 	}
 	describe("dbo_t", "list all, captured, columns, indexes", "id", "v")
-	describe("dbo_t", "list dbo.t, columns", "id", "v")
-	if err := db.AddColumn("dbo", "t", fake.ColumnDef{Name: "w", Type: "int", Nullable: true}); err != nil {
+	describe("dbo_t", "list dbo.t, captured, columns", "id", "v")
+	if _, err := db.AddColumn("dbo", "t", fake.ColumnDef{Name: "w", Type: "int", Nullable: true}); err != nil {
 		t.Fatal(err)
 	}
-	describe("dbo_t", "list dbo.t, columns", "id", "v")
+	describe("dbo_t", "list dbo.t, captured, columns", "id", "v")
 	if err := db.DisableCDC("dbo_t"); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestDescribedInstancesAreNotReadAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	describe("dbo_t", "list dbo.t, list all, captured, columns, indexes", "id", "v", "w")
-	describe("dbo_t", "list dbo.t, columns", "id", "v", "w")
+	describe("dbo_t", "list dbo.t, captured, columns", "id", "v", "w")
 	describe("DBO_U", "list all, captured, columns, indexes", "id", "v")
 	describe("DBO_U", "list all, captured, columns, indexes", "id", "v")
 }

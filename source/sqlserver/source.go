@@ -422,10 +422,12 @@ func (s *Source) ListCaptureInstances(ctx context.Context) ([]source.CaptureInst
 // table's instances only (sys.sp_cdc_help_change_data_capture with
 // @source_schema and @source_name), and, while that is the same instance
 // (its change table, key and captured column list: a dropped and
-// re-created one has a new change table), its captured columns are not
-// read again, nor its indexes for indexRefresh; sys.columns, where DDL
-// shows, is read on every call. A poll so sends two statements where it
-// sent four, and no listing of the whole database.
+// re-created one has a new change table), its indexes are not read again
+// for indexRefresh. The captured columns and sys.columns are read on every
+// call: DDL shows there, the captured types once the capture process
+// reaches an ALTER COLUMN (FACTS.md F62), which no cheaper statement
+// tells. A poll so sends three statements where it sent four, and no
+// listing of the whole database.
 func (s *Source) CaptureInstance(ctx context.Context, name string) (*source.CaptureInstance, error) {
 	if d := s.cachedInstance(name); d != nil {
 		st := mssqlstmt.TableCaptureInstancesStatement(d.row.Instance.SourceSchema, d.row.Instance.SourceTable)
@@ -479,7 +481,6 @@ const indexRefresh = 5 * time.Minute
 // use again while the instance is the same (captureRow.sameInstance).
 type described struct {
 	row       captureRow
-	captured  []source.Column // sp_cdc_get_captured_columns: fixed for the instance's life
 	indexes   []source.Index
 	heap      bool
 	indexesOK bool // sys.indexes showed the table
@@ -498,36 +499,32 @@ func (s *Source) forgetInstance(name string) {
 	delete(s.described, name)
 }
 
-// describe completes the instance of row: its captured columns (from d
-// when given), sys.columns, and its indexes (from d when fresh). It keeps
-// what it read for the next call.
+// describe completes the instance of row: its captured columns,
+// sys.columns, and its indexes (from d when fresh). It keeps what it read
+// for the next call.
 func (s *Source) describe(ctx context.Context, row captureRow, d *described) (*source.CaptureInstance, error) {
 	got := row.Instance.Name
 	ci := row.Instance
 	next := &described{row: row}
-	if d != nil {
-		next.captured = d.captured
-		if time.Since(d.indexesAt) < indexRefresh {
-			next.indexes, next.heap, next.indexesOK, next.indexesAt = d.indexes, d.heap, d.indexesOK, d.indexesAt
-		}
+	if d != nil && time.Since(d.indexesAt) < indexRefresh {
+		next.indexes, next.heap, next.indexesOK, next.indexesAt = d.indexes, d.heap, d.indexesOK, d.indexesAt
 	}
-	if next.captured == nil {
-		rs, err := s.run(ctx, s.db, "captured columns of "+got, mssqlstmt.CapturedColumnsStatement(got))
-		if err != nil {
-			return nil, err
-		}
-		if next.captured, err = parseCapturedColumns(rs); err != nil {
-			return nil, err
-		}
+	rs, err := s.run(ctx, s.db, "captured columns of "+got, mssqlstmt.CapturedColumnsStatement(got))
+	if err != nil {
+		return nil, err
 	}
-	rs, err := s.run(ctx, s.db, "collations of "+got, mssqlstmt.ColumnsStatement(row.SourceObjectID))
+	captured, err := parseCapturedColumns(rs)
+	if err != nil {
+		return nil, err
+	}
+	rs, err = s.run(ctx, s.db, "collations of "+got, mssqlstmt.ColumnsStatement(row.SourceObjectID))
 	if err != nil {
 		return nil, err
 	}
 	if len(rs.Rows) == 0 {
 		s.log.WarnContext(ctx, "sqlserver: sys.columns shows no columns of the source table: no collations, varchar keys stay in one partition", "capture_instance", got)
 	}
-	if ci.Columns, err = applyColumnInfo(slices.Clone(next.captured), rs); err != nil {
+	if ci.Columns, err = applyColumnInfo(captured, rs); err != nil {
 		return nil, err
 	}
 	for _, k := range ci.Key {

@@ -146,14 +146,12 @@ UNION ALL
 SELECT [id ]]]]], [ключ], [a b] FROM [sales ]]x].[Ördersё 'q"] WHERE [id ]]]]] = CAST(@p3 AS int) AND [ключ] < CAST(@p4 AS nchar(4)) AND [id ]]]]] > CAST(@p1 AS int);
 
 -- name: dropped_and_identity/all
-SELECT CAST([id] AS bigint) AS [id], CAST([v] AS varbinary(40)) AS [v], CAST(NULL AS varchar(10)) AS [gone], CAST(NULL AS xml) AS [doc], CAST(NULL AS binary(8)) AS [rv] FROM [dbo].[ddl]
-ORDER BY [id];
+SELECT CAST([id] AS bigint) AS [id], CAST([v] AS varbinary(40)) AS [v], CAST(NULL AS varchar(10)) AS [gone], CAST(NULL AS xml) AS [doc], CAST(NULL AS binary(8)) AS [rv] FROM [dbo].[ddl];
 
 -- name: dropped_and_identity/middle
 -- @p1 = bigint 10
 -- @p2 = bigint 20
-SELECT CAST([id] AS bigint) AS [id], CAST([v] AS varbinary(40)) AS [v], CAST(NULL AS varchar(10)) AS [gone], CAST(NULL AS xml) AS [doc], CAST(NULL AS binary(8)) AS [rv] FROM [dbo].[ddl] WHERE [id] >= CAST(@p1 AS bigint) AND [id] < CAST(@p2 AS bigint)
-ORDER BY [id];
+SELECT CAST([id] AS bigint) AS [id], CAST([v] AS varbinary(40)) AS [v], CAST(NULL AS varchar(10)) AS [gone], CAST(NULL AS xml) AS [doc], CAST(NULL AS binary(8)) AS [rv] FROM [dbo].[ddl] WHERE [id] >= CAST(@p1 AS bigint) AND [id] < CAST(@p2 AS bigint);
 
 -- name: hostile_names/middle
 -- @p1 = bigint 1
