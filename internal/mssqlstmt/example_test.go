@@ -30,11 +30,11 @@ func Example() {
 		fmt.Printf("@p%d = %v\n", i+1, a)
 	}
 	// Output:
-	// SELECT [name], [id] FROM [dbo].[snap_greek] WHERE [name] = CAST(@p1 COLLATE Greek_CI_AS AS varchar(20)) AND [id] >= CAST(@p2 AS int) AND (([name] < CAST(@p3 COLLATE Greek_CI_AS AS varchar(20))) OR ([name] = CAST(@p3 COLLATE Greek_CI_AS AS varchar(20)) AND [id] < CAST(@p4 AS int)))
+	// SELECT CAST([name] AS nvarchar(20)) AS [name], [id] FROM [dbo].[snap_greek] WHERE [name] = CAST(@p1 COLLATE Greek_CI_AS AS varchar(20)) AND [id] >= CAST(@p2 AS int) AND (([name] < CAST(@p3 COLLATE Greek_CI_AS AS varchar(20))) OR ([name] = CAST(@p3 COLLATE Greek_CI_AS AS varchar(20)) AND [id] < CAST(@p4 AS int)))
 	// UNION ALL
-	// SELECT [name], [id] FROM [dbo].[snap_greek] WHERE [name] > CAST(@p1 COLLATE Greek_CI_AS AS varchar(20)) AND [name] < CAST(@p3 COLLATE Greek_CI_AS AS varchar(20))
+	// SELECT CAST([name] AS nvarchar(20)) AS [name], [id] FROM [dbo].[snap_greek] WHERE [name] > CAST(@p1 COLLATE Greek_CI_AS AS varchar(20)) AND [name] < CAST(@p3 COLLATE Greek_CI_AS AS varchar(20))
 	// UNION ALL
-	// SELECT [name], [id] FROM [dbo].[snap_greek] WHERE [name] = CAST(@p3 COLLATE Greek_CI_AS AS varchar(20)) AND [id] < CAST(@p4 AS int) AND [name] > CAST(@p1 COLLATE Greek_CI_AS AS varchar(20))
+	// SELECT CAST([name] AS nvarchar(20)) AS [name], [id] FROM [dbo].[snap_greek] WHERE [name] = CAST(@p3 COLLATE Greek_CI_AS AS varchar(20)) AND [id] < CAST(@p4 AS int) AND [name] > CAST(@p1 COLLATE Greek_CI_AS AS varchar(20))
 	// @p1 = Άλφα
 	// @p2 = 1
 	// @p3 = Δέλτα

@@ -12,11 +12,13 @@ import (
 // decimal text (BENCHMARKS.md, "Reading from SQL Server: cdcsnap against Microsoft's drivers").
 
 // utf16Read reports whether captured column c of t is read as the UTF-16
-// bytes of its text, CAST(c AS varbinary(2n)) (FACTS.md F90): an nchar or
-// nvarchar column that is not a key column (a key column keeps its name in
-// ORDER BY and its text for keyrange, see OrderedRange).
+// bytes of its text (FACTS.md F90): CAST(c AS varbinary(2n)) for an nchar
+// or nvarchar column, CAST(CAST(c AS nvarchar(n)) AS varbinary(2n)) for a
+// char, varchar or text one (readAsUnicode), when it is not a key column (a
+// key column keeps its name in ORDER BY and its text for keyrange, see
+// OrderedRange).
 func (t *table) utf16Read(c source.Column) bool {
-	return (c.Type == "nchar" || c.Type == "nvarchar") && !t.isKey(c)
+	return (c.Type == "nchar" || c.Type == "nvarchar" || readAsUnicode(c)) && !t.isKey(c)
 }
 
 // isKey reports whether c is one of t's key columns.

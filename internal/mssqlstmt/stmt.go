@@ -468,27 +468,22 @@ func selectList(prefix string, q []string) string {
 	return strings.Join(out, ", ")
 }
 
-// driverCodePages are the code pages go-mssqldb v1.11.2 decodes char,
-// varchar and text with (its internal/cp: 437, 850, 874, 932, 936, 949,
-// 950, 1250-1258; FACTS.md F45). It negotiates no UTF-8 (F46), so a _UTF8
-// collation's code page 65001 is not among them.
-func driverCodePage(cp int) bool {
-	switch cp {
-	case 437, 850, 874, 932, 936, 949, 950, 1250, 1251, 1252, 1253, 1254, 1255, 1256, 1257, 1258:
-		return true
-	}
-	return false
-}
-
 // readAsUnicode reports whether column c is read converted to nvarchar on
-// the server: a char, varchar or text column whose code page the driver
-// cannot decode (a _UTF8 collation, a code page it lacks, or one not known
-// because the collation is not visible), which it would otherwise turn
-// into wrong characters without an error.
+// the server: every char, varchar and text column. SQL Server converts with
+// its own code page tables, which is the only exact reading of what it
+// stores (FACTS.md F82): go-mssqldb's tables turn bytes a code page leaves
+// undefined (1252's 0x81, 0x8D, 0x8F, 0x90, 0x9D, which UTF-8 text written
+// through a Latin1 column holds) and double-byte pairs it lacks into U+FFFD,
+// without an error, and decode no UTF-8 (F45, F46), so values would come out
+// changed and a key bound holding U+FFFD would be converted back to another
+// key. The cost is two bytes a character on the wire where the column
+// stores one: the reads take the text as its UTF-16 bytes (utf16Read),
+// which the decoder turns into UTF-8 cheaper than go-mssqldb decodes a code
+// page (F90).
 func readAsUnicode(c source.Column) bool {
 	switch c.Type {
 	case "char", "varchar", "text":
-		return !driverCodePage(c.CodePage)
+		return true
 	}
 	return false
 }
@@ -565,7 +560,11 @@ func (t *table) readList(prefix string, ps *params) (string, []int) {
 			// A NULL of its type, or the cast to its captured type, which
 			// both reads must give alike (FACTS.md F60, F64).
 		case t.utf16Read(c):
-			e = "CAST(" + prefix + t.qcol[i] + " AS " + utf16BinaryType(c) + ") AS " + t.qcol[i]
+			text := prefix + t.qcol[i]
+			if readAsUnicode(c) {
+				text = "CAST(" + text + " AS " + unicodeType(c) + ")"
+			}
+			e = "CAST(" + text + " AS " + utf16BinaryType(c) + ") AS " + t.qcol[i]
 		case ps != nil && t.scaledDecimal(c):
 			e = "CAST(" + prefix + t.qcol[i] + " * " + ps.add(pow10(c.Scale)) + " AS bigint) AS " + t.qcol[i]
 		}

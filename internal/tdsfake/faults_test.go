@@ -26,13 +26,16 @@ import (
 
 // injector arms a random transient fault in about one read in rate (range
 // reads, seeks and change reads, the statements the source retries), after
-// a random number of rows below maxRows.
+// a random number of rows below maxRows; the same statement with the same
+// parameters at most twice, so that a partition read again from its start
+// (source.ErrTransient) gets through within the snapshot's three attempts.
 type injector struct {
 	mu      sync.Mutex
 	r       *rand.Rand
 	rate    int
 	maxRows int64
 	armed   map[int32]int
+	per     map[string]int
 }
 
 func (in *injector) inject(req *tdsserver.Request) (tdsserver.Fault, bool) {
@@ -44,9 +47,14 @@ func (in *injector) inject(req *tdsserver.Request) (tdsserver.Fault, bool) {
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if in.r.IntN(in.rate) != 0 {
+	stmt := q + fmt.Sprint(req.Params)
+	if in.r.IntN(in.rate) != 0 || in.per[stmt] >= 2 {
 		return tdsserver.Fault{}, false
 	}
+	if in.per == nil {
+		in.per = map[string]int{}
+	}
+	in.per[stmt]++
 	n := int32(0) // a dropped connection one time in four
 	if ns := sqlserver.TransientNumbers(); in.r.IntN(4) > 0 {
 		n = ns[in.r.IntN(len(ns))]

@@ -77,7 +77,7 @@ func TestLockTimeoutEndsBlockedReads(t *testing.T) {
 		match string // the blocked statement
 		read  func(src *sqlserver.Source, ci *source.CaptureInstance) (int64, error)
 	}{
-		{"range read", "SELECT [id], [v] FROM [dbo].[t]", func(src *sqlserver.Source, ci *source.CaptureInstance) (int64, error) {
+		{"range read", "SELECT [id], CAST(CAST([v] AS nvarchar(10)) AS varbinary(20)) AS [v] FROM [dbo].[t]", func(src *sqlserver.Source, ci *source.CaptureInstance) (int64, error) {
 			rr, err := src.ReadRange(ctx, ci, keyrange.Range{}, source.ReadOptions{})
 			if err != nil {
 				return 0, err
@@ -146,7 +146,7 @@ func TestLockTimeoutEndsBlockedReads(t *testing.T) {
 	}
 	// The control: no time-out, and the blocked read waits until its
 	// context ends.
-	lock := &lockHolder{match: "SELECT [id], [v] FROM [dbo].[t]", n: 1, held: make(chan struct{})}
+	lock := &lockHolder{match: "SELECT [id], CAST(CAST([v] AS nvarchar(10)) AS varbinary(20)) AS [v] FROM [dbo].[t]", n: 1, held: make(chan struct{})}
 	src, _, _ := serve(t, db, tdsfake.Options{Locked: lock.locked}, sqlserver.Options{LockTimeout: -1})
 	ci, err := src.CaptureInstance(ctx, "dbo_t")
 	if err != nil {

@@ -58,7 +58,7 @@ func TestPartitionsWithoutResumableOrderAreReadAgain(t *testing.T) {
 	var mu sync.Mutex
 	cut := map[string]bool{}
 	inject := func(req *tdsserver.Request) (tdsserver.Fault, bool) {
-		if !strings.HasPrefix(req.SQL, "SELECT [id], [v] FROM [dbo].[t]") || strings.Contains(req.SQL, "ORDER BY") {
+		if !strings.HasPrefix(req.SQL, "SELECT [id], CAST(CAST([v] AS nvarchar(10)) AS varbinary(20)) AS [v] FROM [dbo].[t]") || strings.Contains(req.SQL, "ORDER BY") {
 			return tdsserver.Fault{}, false
 		}
 		mu.Lock()

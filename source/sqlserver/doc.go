@@ -52,9 +52,11 @@
 //     as NULL too; large-object columns are NULL in some change rows; every
 //     bronze column is nullable (F13, F52).
 //   - go-mssqldb decodes char/varchar only in the code pages it has, never
-//     UTF-8: a column in a _UTF8 collation (or a code page it lacks, or one
-//     not visible) is read as CAST(col AS nvarchar(n)), seeks still on the
-//     column itself (F45, F46).
+//     UTF-8, and turns bytes a code page leaves undefined (1252's 0x81, 0x8D,
+//     0x8F, 0x90, 0x9D, which UTF-8 written through a Latin1 column holds)
+//     into U+FFFD: every char, varchar and text column is read converted by
+//     the server, CAST(col AS nvarchar(n)), seeks still on the column itself
+//     (F45, F46, F82); two bytes a character on the wire for one stored.
 //   - Under Turkish and Azeri collations 'I' and 'i' are two keys (F23).
 //   - The bytes of a uniqueidentifier depend on the DSN's "guid
 //     conversion": the source probes a known value once (F44).

@@ -99,7 +99,7 @@ func readTestInstance() *source.CaptureInstance {
 func TestReadRangeSetsAndResetsIsolation(t *testing.T) {
 	for _, policy := range []ConnPolicy{ResetConn, CloseConn} {
 		f := &fakeDB{handler: func(q string, args []any) ([]string, [][]any, error) {
-			if !strings.HasPrefix(q, "SELECT [id], [name] FROM [dbo].[Orders] WHERE [id] >= CAST(@p1 AS int)") {
+			if !strings.HasPrefix(q, "SELECT [id], CAST(CAST([name] AS nvarchar(20)) AS varbinary(40)) AS [name] FROM [dbo].[Orders] WHERE [id] >= CAST(@p1 AS int)") {
 				return nil, nil, errors.New("unexpected " + q)
 			}
 			if len(args) != 1 || args[0] != int64(10) {

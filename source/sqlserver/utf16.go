@@ -63,13 +63,21 @@ func growUTF8(dst []byte, n int) []byte {
 	return append(dst, make([]byte, n)...)[:len(dst)]
 }
 
-// unicodeText reports whether column c is an nchar or nvarchar column:
-// read as its UTF-16 bytes (the range and change reads cast it to
-// varbinary, FACTS.md F90, internal/mssqlstmt) or, as a key column, as
-// text. go-mssqldb's own UTF-16 decoding of these types was the largest
-// cost of the read (BENCHMARKS.md, "Reading from SQL Server: cdcsnap against Microsoft's drivers"); the bytes
+// unicodeText reports whether column c is read as Unicode text: an nchar
+// or nvarchar column, or a char, varchar or text one, which the reads have
+// the server convert to nvarchar (internal/mssqlstmt's readAsUnicode,
+// FACTS.md F82): as its UTF-16 bytes (the range and change reads cast it to
+// varbinary, F90) or, as a key column, as text. go-mssqldb's own UTF-16
+// decoding of these types was the largest cost of the read (BENCHMARKS.md,
+// "Reading from SQL Server: cdcsnap against Microsoft's drivers"); the bytes
 // of a varbinary it hands over as they are.
-func unicodeText(c source.Column) bool { return c.Type == "nchar" || c.Type == "nvarchar" }
+func unicodeText(c source.Column) bool {
+	switch c.Type {
+	case "nchar", "nvarchar", "char", "varchar", "text":
+		return true
+	}
+	return false
+}
 
 // utf16Appender appends a Unicode character column read as its UTF-16
 // bytes ([]byte), or as text (string: a statement without the cast),

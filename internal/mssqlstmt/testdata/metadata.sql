@@ -97,12 +97,12 @@ SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[id], [c].[a
 -- name: changes/weird_names
 -- @p1 = varbinary 0x0000002A00000F380003
 -- @p2 = varbinary 0x0000002A00000F400001
-SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[id ]]]]], [c].[ключ], [c].[a b], CASE WHEN [c].[__$start_lsn] = LAG([c].[__$start_lsn]) OVER (ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation]) THEN NULL ELSE sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) END AS [__$commit_ts] FROM [cdc].[fn_cdc_get_all_changes_sales ]]x_Ördersё](@p1, @p2, N'all update old') AS [c] ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation];
+SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[id ]]]]], [c].[ключ], CAST(CAST([c].[a b] AS nvarchar(max)) AS varbinary(max)) AS [a b], CASE WHEN [c].[__$start_lsn] = LAG([c].[__$start_lsn]) OVER (ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation]) THEN NULL ELSE sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) END AS [__$commit_ts] FROM [cdc].[fn_cdc_get_all_changes_sales ]]x_Ördersё](@p1, @p2, N'all update old') AS [c] ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation];
 
 -- name: changes/utf8_and_computed
 -- @p1 = varbinary 0x0000002A00000F380003
 -- @p2 = varbinary 0x0000002A00000F400001
-SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], CAST([c].[name] AS nvarchar(40)) AS [name], CAST([c].[notes] AS nvarchar(max)) AS [notes], CAST([c].[legacy] AS nvarchar(max)) AS [legacy], CAST([c].[code] AS nvarchar(3)) AS [code], CASE WHEN [c].[__$start_lsn] = LAG([c].[__$start_lsn]) OVER (ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation]) THEN NULL ELSE sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) END AS [__$commit_ts] FROM [cdc].[fn_cdc_get_all_changes_dbo_cities](@p1, @p2, N'all update old') AS [c] ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation];
+SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], CAST([c].[name] AS nvarchar(40)) AS [name], CAST(CAST([c].[notes] AS nvarchar(max)) AS varbinary(max)) AS [notes], CAST(CAST([c].[legacy] AS nvarchar(max)) AS varbinary(max)) AS [legacy], CAST(CAST([c].[code] AS nvarchar(3)) AS varbinary(6)) AS [code], CASE WHEN [c].[__$start_lsn] = LAG([c].[__$start_lsn]) OVER (ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation]) THEN NULL ELSE sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) END AS [__$commit_ts] FROM [cdc].[fn_cdc_get_all_changes_dbo_cities](@p1, @p2, N'all update old') AS [c] ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation];
 
 -- name: change_table/orders
 -- @p1 = varbinary 0x0000002A00000F380003
@@ -112,27 +112,27 @@ SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[__$command_
 -- name: change_table/weird_names
 -- @p1 = varbinary 0x0000002A00000F380003
 -- @p2 = varbinary 0x0000002A00000F400001
-SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[__$command_id], [c].[id ]]]]], [c].[ключ], [c].[a b], [m].[tran_end_time] AS [__$commit_ts] FROM [cdc].[sales ]]x_Ördersё_CT] AS [c] LEFT JOIN [cdc].[lsn_time_mapping] AS [m] ON [m].[start_lsn] = [c].[__$start_lsn] WHERE [c].[__$start_lsn] >= @p1 AND [c].[__$start_lsn] <= @p2 ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation];
+SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[__$command_id], [c].[id ]]]]], [c].[ключ], CAST(CAST([c].[a b] AS nvarchar(max)) AS varbinary(max)) AS [a b], [m].[tran_end_time] AS [__$commit_ts] FROM [cdc].[sales ]]x_Ördersё_CT] AS [c] LEFT JOIN [cdc].[lsn_time_mapping] AS [m] ON [m].[start_lsn] = [c].[__$start_lsn] WHERE [c].[__$start_lsn] >= @p1 AND [c].[__$start_lsn] <= @p2 ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation];
 
 -- name: change_table/hostile_names
 -- @p1 = varbinary 0x0000002A00000F380003
 -- @p2 = varbinary 0x0000002A00000F400001
-SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[__$command_id], [c].[k;1], [c].[v AS varchar], [m].[tran_end_time] AS [__$commit_ts] FROM [cdc].[dbo_a;b_CT] AS [c] LEFT JOIN [cdc].[lsn_time_mapping] AS [m] ON [m].[start_lsn] = [c].[__$start_lsn] WHERE [c].[__$start_lsn] >= @p1 AND [c].[__$start_lsn] <= @p2 ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation];
+SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[__$command_id], [c].[k;1], CAST(CAST([c].[v AS varchar] AS nvarchar(10)) AS varbinary(20)) AS [v AS varchar], [m].[tran_end_time] AS [__$commit_ts] FROM [cdc].[dbo_a;b_CT] AS [c] LEFT JOIN [cdc].[lsn_time_mapping] AS [m] ON [m].[start_lsn] = [c].[__$start_lsn] WHERE [c].[__$start_lsn] >= @p1 AND [c].[__$start_lsn] <= @p2 ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation];
 
 -- name: change_table/utf8_and_computed
 -- @p1 = varbinary 0x0000002A00000F380003
 -- @p2 = varbinary 0x0000002A00000F400001
-SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[__$command_id], CAST([c].[name] AS nvarchar(40)) AS [name], CAST([c].[notes] AS nvarchar(max)) AS [notes], CAST([c].[legacy] AS nvarchar(max)) AS [legacy], CAST([c].[code] AS nvarchar(3)) AS [code], [m].[tran_end_time] AS [__$commit_ts] FROM [cdc].[dbo_cities_CT] AS [c] LEFT JOIN [cdc].[lsn_time_mapping] AS [m] ON [m].[start_lsn] = [c].[__$start_lsn] WHERE [c].[__$start_lsn] >= @p1 AND [c].[__$start_lsn] <= @p2 ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation];
+SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[__$command_id], CAST([c].[name] AS nvarchar(40)) AS [name], CAST(CAST([c].[notes] AS nvarchar(max)) AS varbinary(max)) AS [notes], CAST(CAST([c].[legacy] AS nvarchar(max)) AS varbinary(max)) AS [legacy], CAST(CAST([c].[code] AS nvarchar(3)) AS varbinary(6)) AS [code], [m].[tran_end_time] AS [__$commit_ts] FROM [cdc].[dbo_cities_CT] AS [c] LEFT JOIN [cdc].[lsn_time_mapping] AS [m] ON [m].[start_lsn] = [c].[__$start_lsn] WHERE [c].[__$start_lsn] >= @p1 AND [c].[__$start_lsn] <= @p2 ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation];
 
 -- name: change_table/dropped_and_identity
 -- @p1 = varbinary 0x0000002A00000F380003
 -- @p2 = varbinary 0x0000002A00000F400001
-SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[__$command_id], CAST([c].[id] AS bigint) AS [id], CAST([c].[v] AS varbinary(40)) AS [v], [c].[gone], [c].[doc], [c].[rv], [m].[tran_end_time] AS [__$commit_ts] FROM [cdc].[dbo_ddl_CT] AS [c] LEFT JOIN [cdc].[lsn_time_mapping] AS [m] ON [m].[start_lsn] = [c].[__$start_lsn] WHERE [c].[__$start_lsn] >= @p1 AND [c].[__$start_lsn] <= @p2 ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation];
+SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], [c].[__$command_id], CAST([c].[id] AS bigint) AS [id], CAST([c].[v] AS varbinary(40)) AS [v], CAST(CAST([c].[gone] AS nvarchar(10)) AS varbinary(20)) AS [gone], [c].[doc], [c].[rv], [m].[tran_end_time] AS [__$commit_ts] FROM [cdc].[dbo_ddl_CT] AS [c] LEFT JOIN [cdc].[lsn_time_mapping] AS [m] ON [m].[start_lsn] = [c].[__$start_lsn] WHERE [c].[__$start_lsn] >= @p1 AND [c].[__$start_lsn] <= @p2 ORDER BY [c].[__$start_lsn], [c].[__$command_id], [c].[__$seqval], [c].[__$operation];
 
 -- name: changes/dropped_and_identity
 -- @p1 = varbinary 0x0000002A00000F380003
 -- @p2 = varbinary 0x0000002A00000F400001
-SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], CAST([c].[id] AS bigint) AS [id], CAST([c].[v] AS varbinary(40)) AS [v], [c].[gone], [c].[doc], [c].[rv], CASE WHEN [c].[__$start_lsn] = LAG([c].[__$start_lsn]) OVER (ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation]) THEN NULL ELSE sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) END AS [__$commit_ts] FROM [cdc].[fn_cdc_get_all_changes_dbo_ddl](@p1, @p2, N'all update old') AS [c] ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation];
+SELECT [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation], CAST([c].[id] AS bigint) AS [id], CAST([c].[v] AS varbinary(40)) AS [v], CAST(CAST([c].[gone] AS nvarchar(10)) AS varbinary(20)) AS [gone], [c].[doc], [c].[rv], CASE WHEN [c].[__$start_lsn] = LAG([c].[__$start_lsn]) OVER (ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation]) THEN NULL ELSE sys.fn_cdc_map_lsn_to_time([c].[__$start_lsn]) END AS [__$commit_ts] FROM [cdc].[fn_cdc_get_all_changes_dbo_ddl](@p1, @p2, N'all update old') AS [c] ORDER BY [c].[__$start_lsn], [c].[__$seqval], [c].[__$operation];
 
 -- name: cdc/get_ddl_history
 -- @p1 = nvarchar N'dbo_orders'

@@ -54,16 +54,16 @@ SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] > CAST(@p1 AS i
 
 -- name: varchar_greek/first
 -- @p1 = nvarchar N'Δέλτα'
-SELECT [name], [v] FROM [dbo].[snap_greek] WHERE [name] < CAST(@p1 COLLATE Greek_CI_AS AS varchar(20));
+SELECT CAST([name] AS nvarchar(20)) AS [name], [v] FROM [dbo].[snap_greek] WHERE [name] < CAST(@p1 COLLATE Greek_CI_AS AS varchar(20));
 
 -- name: varchar_greek/middle
 -- @p1 = nvarchar N'Δέλτα'
 -- @p2 = nvarchar N'Λάμδα'
-SELECT [name], [v] FROM [dbo].[snap_greek] WHERE [name] >= CAST(@p1 COLLATE Greek_CI_AS AS varchar(20)) AND [name] < CAST(@p2 COLLATE Greek_CI_AS AS varchar(20));
+SELECT CAST([name] AS nvarchar(20)) AS [name], [v] FROM [dbo].[snap_greek] WHERE [name] >= CAST(@p1 COLLATE Greek_CI_AS AS varchar(20)) AND [name] < CAST(@p2 COLLATE Greek_CI_AS AS varchar(20));
 
 -- name: varchar_greek/last
 -- @p1 = nvarchar N'Λάμδα'
-SELECT [name], [v] FROM [dbo].[snap_greek] WHERE [name] >= CAST(@p1 COLLATE Greek_CI_AS AS varchar(20));
+SELECT CAST([name] AS nvarchar(20)) AS [name], [v] FROM [dbo].[snap_greek] WHERE [name] >= CAST(@p1 COLLATE Greek_CI_AS AS varchar(20));
 
 -- name: nvarchar/middle
 -- @p1 = nvarchar N'Ana'
@@ -78,35 +78,35 @@ SELECT [id], [body] FROM [dbo].[docs] WHERE [id] >= CAST(@p1 AS uniqueidentifier
 -- name: datetime2_7/middle
 -- @p1 = datetime2(7) (civil.DateTime) 2024-03-01T12:00:00.123456700
 -- @p2 = datetime2(7) (civil.DateTime) 2024-03-01T12:00:00.123456800
-SELECT [at], [what] FROM [dbo].[events] WHERE [at] >= CAST(@p1 AS datetime2(7)) AND [at] < CAST(@p2 AS datetime2(7));
+SELECT [at], CAST(CAST([what] AS nvarchar(100)) AS varbinary(200)) AS [what] FROM [dbo].[events] WHERE [at] >= CAST(@p1 AS datetime2(7)) AND [at] < CAST(@p2 AS datetime2(7));
 
 -- name: guard/case_insensitive_equal
 -- @p1 = nvarchar N'n'
 -- @p2 = bigint 3
 -- @p3 = bigint 5
-SELECT [name], [id] FROM [dbo].[snap_case] WHERE [name] = CAST(@p1 COLLATE Latin1_General_CI_AS AS varchar(10)) AND [id] >= CAST(@p2 AS int) AND [id] < CAST(@p3 AS int);
+SELECT CAST([name] AS nvarchar(10)) AS [name], [id] FROM [dbo].[snap_case] WHERE [name] = CAST(@p1 COLLATE Latin1_General_CI_AS AS varchar(10)) AND [id] >= CAST(@p2 AS int) AND [id] < CAST(@p3 AS int);
 
 -- name: guard/accent_insensitive
 -- @p1 = nvarchar N'e'
 -- @p2 = bigint 3
 -- @p3 = nvarchar N'é'
 -- @p4 = bigint 5
-SELECT [name], [id] FROM [dbo].[snap_accent] WHERE [name] = CAST(@p1 COLLATE Latin1_General_CI_AI AS varchar(10)) AND [id] >= CAST(@p2 AS int) AND (([name] < CAST(@p3 COLLATE Latin1_General_CI_AI AS varchar(10))) OR ([name] = CAST(@p3 COLLATE Latin1_General_CI_AI AS varchar(10)) AND [id] < CAST(@p4 AS int)))
+SELECT CAST([name] AS nvarchar(10)) AS [name], [id] FROM [dbo].[snap_accent] WHERE [name] = CAST(@p1 COLLATE Latin1_General_CI_AI AS varchar(10)) AND [id] >= CAST(@p2 AS int) AND (([name] < CAST(@p3 COLLATE Latin1_General_CI_AI AS varchar(10))) OR ([name] = CAST(@p3 COLLATE Latin1_General_CI_AI AS varchar(10)) AND [id] < CAST(@p4 AS int)))
 UNION ALL
-SELECT [name], [id] FROM [dbo].[snap_accent] WHERE [name] > CAST(@p1 COLLATE Latin1_General_CI_AI AS varchar(10)) AND [name] < CAST(@p3 COLLATE Latin1_General_CI_AI AS varchar(10))
+SELECT CAST([name] AS nvarchar(10)) AS [name], [id] FROM [dbo].[snap_accent] WHERE [name] > CAST(@p1 COLLATE Latin1_General_CI_AI AS varchar(10)) AND [name] < CAST(@p3 COLLATE Latin1_General_CI_AI AS varchar(10))
 UNION ALL
-SELECT [name], [id] FROM [dbo].[snap_accent] WHERE [name] = CAST(@p3 COLLATE Latin1_General_CI_AI AS varchar(10)) AND [id] < CAST(@p4 AS int) AND [name] > CAST(@p1 COLLATE Latin1_General_CI_AI AS varchar(10));
+SELECT CAST([name] AS nvarchar(10)) AS [name], [id] FROM [dbo].[snap_accent] WHERE [name] = CAST(@p3 COLLATE Latin1_General_CI_AI AS varchar(10)) AND [id] < CAST(@p4 AS int) AND [name] > CAST(@p1 COLLATE Latin1_General_CI_AI AS varchar(10));
 
 -- name: guard/three_groups
 -- @p1 = nvarchar N'a'
 -- @p2 = bigint 5
 -- @p3 = nvarchar N'm'
 -- @p4 = bigint 3
-SELECT [name], [id] FROM [dbo].[snap_case] WHERE [name] = CAST(@p1 COLLATE Latin1_General_CI_AS AS varchar(10)) AND [id] >= CAST(@p2 AS int) AND (([name] < CAST(@p3 COLLATE Latin1_General_CI_AS AS varchar(10))) OR ([name] = CAST(@p3 COLLATE Latin1_General_CI_AS AS varchar(10)) AND [id] < CAST(@p4 AS int)))
+SELECT CAST([name] AS nvarchar(10)) AS [name], [id] FROM [dbo].[snap_case] WHERE [name] = CAST(@p1 COLLATE Latin1_General_CI_AS AS varchar(10)) AND [id] >= CAST(@p2 AS int) AND (([name] < CAST(@p3 COLLATE Latin1_General_CI_AS AS varchar(10))) OR ([name] = CAST(@p3 COLLATE Latin1_General_CI_AS AS varchar(10)) AND [id] < CAST(@p4 AS int)))
 UNION ALL
-SELECT [name], [id] FROM [dbo].[snap_case] WHERE [name] > CAST(@p1 COLLATE Latin1_General_CI_AS AS varchar(10)) AND [name] < CAST(@p3 COLLATE Latin1_General_CI_AS AS varchar(10))
+SELECT CAST([name] AS nvarchar(10)) AS [name], [id] FROM [dbo].[snap_case] WHERE [name] > CAST(@p1 COLLATE Latin1_General_CI_AS AS varchar(10)) AND [name] < CAST(@p3 COLLATE Latin1_General_CI_AS AS varchar(10))
 UNION ALL
-SELECT [name], [id] FROM [dbo].[snap_case] WHERE [name] = CAST(@p3 COLLATE Latin1_General_CI_AS AS varchar(10)) AND [id] < CAST(@p4 AS int) AND [name] > CAST(@p1 COLLATE Latin1_General_CI_AS AS varchar(10));
+SELECT CAST([name] AS nvarchar(10)) AS [name], [id] FROM [dbo].[snap_case] WHERE [name] = CAST(@p3 COLLATE Latin1_General_CI_AS AS varchar(10)) AND [id] < CAST(@p4 AS int) AND [name] > CAST(@p1 COLLATE Latin1_General_CI_AS AS varchar(10));
 
 -- name: null/lower_null_leading
 -- @p1 = bigint 5
@@ -139,11 +139,11 @@ SELECT [a], [b] FROM [dbo].[nk] WHERE [a] IS NOT NULL;
 -- @p2 = nvarchar N'жж'
 -- @p3 = bigint 2
 -- @p4 = nvarchar N'аб'
-SELECT [id ]]]]], [ключ], [a b] FROM [sales ]]x].[Ördersё 'q"] WHERE [id ]]]]] = CAST(@p1 AS int) AND [ключ] >= CAST(@p2 AS nchar(4)) AND (([id ]]]]] < CAST(@p3 AS int)) OR ([id ]]]]] = CAST(@p3 AS int) AND [ключ] < CAST(@p4 AS nchar(4))))
+SELECT [id ]]]]], [ключ], CAST(CAST([a b] AS nvarchar(max)) AS varbinary(max)) AS [a b] FROM [sales ]]x].[Ördersё 'q"] WHERE [id ]]]]] = CAST(@p1 AS int) AND [ключ] >= CAST(@p2 AS nchar(4)) AND (([id ]]]]] < CAST(@p3 AS int)) OR ([id ]]]]] = CAST(@p3 AS int) AND [ключ] < CAST(@p4 AS nchar(4))))
 UNION ALL
-SELECT [id ]]]]], [ключ], [a b] FROM [sales ]]x].[Ördersё 'q"] WHERE [id ]]]]] > CAST(@p1 AS int) AND [id ]]]]] < CAST(@p3 AS int)
+SELECT [id ]]]]], [ключ], CAST(CAST([a b] AS nvarchar(max)) AS varbinary(max)) AS [a b] FROM [sales ]]x].[Ördersё 'q"] WHERE [id ]]]]] > CAST(@p1 AS int) AND [id ]]]]] < CAST(@p3 AS int)
 UNION ALL
-SELECT [id ]]]]], [ключ], [a b] FROM [sales ]]x].[Ördersё 'q"] WHERE [id ]]]]] = CAST(@p3 AS int) AND [ключ] < CAST(@p4 AS nchar(4)) AND [id ]]]]] > CAST(@p1 AS int);
+SELECT [id ]]]]], [ключ], CAST(CAST([a b] AS nvarchar(max)) AS varbinary(max)) AS [a b] FROM [sales ]]x].[Ördersё 'q"] WHERE [id ]]]]] = CAST(@p3 AS int) AND [ключ] < CAST(@p4 AS nchar(4)) AND [id ]]]]] > CAST(@p1 AS int);
 
 -- name: dropped_and_identity/all
 SELECT CAST([id] AS bigint) AS [id], CAST([v] AS varbinary(40)) AS [v], CAST(NULL AS varchar(10)) AS [gone], CAST(NULL AS xml) AS [doc], CAST(NULL AS binary(8)) AS [rv] FROM [dbo].[ddl];
@@ -156,7 +156,7 @@ SELECT CAST([id] AS bigint) AS [id], CAST([v] AS varbinary(40)) AS [v], CAST(NUL
 -- name: hostile_names/middle
 -- @p1 = bigint 1
 -- @p2 = bigint 9
-SELECT [k;1], [v AS varchar] FROM [dbo;x].[t]]; DROP TABLE t;--] WHERE [k;1] >= CAST(@p1 AS int) AND [k;1] < CAST(@p2 AS int);
+SELECT [k;1], CAST(CAST([v AS varchar] AS nvarchar(10)) AS varbinary(20)) AS [v AS varchar] FROM [dbo;x].[t]]; DROP TABLE t;--] WHERE [k;1] >= CAST(@p1 AS int) AND [k;1] < CAST(@p2 AS int);
 
 -- name: empty/equal_bounds
 -- @p1 = bigint 10000
@@ -165,16 +165,16 @@ SELECT [id], CAST([amount] * @p1 AS bigint) AS [amount], CAST([note] AS varbinar
 -- name: utf8/middle
 -- @p1 = nvarchar N'Kraków'
 -- @p2 = nvarchar N'Łódź'
-SELECT CAST([name] AS nvarchar(40)) AS [name], CAST([notes] AS nvarchar(max)) AS [notes], CAST([legacy] AS nvarchar(max)) AS [legacy], CAST([code] AS nvarchar(3)) AS [code] FROM [dbo].[cities] WHERE [name] >= CAST(@p1 COLLATE Latin1_General_100_CI_AS_SC_UTF8 AS varchar(40)) AND [name] < CAST(@p2 COLLATE Latin1_General_100_CI_AS_SC_UTF8 AS varchar(40));
+SELECT CAST([name] AS nvarchar(40)) AS [name], CAST(CAST([notes] AS nvarchar(max)) AS varbinary(max)) AS [notes], CAST(CAST([legacy] AS nvarchar(max)) AS varbinary(max)) AS [legacy], CAST(CAST([code] AS nvarchar(3)) AS varbinary(6)) AS [code] FROM [dbo].[cities] WHERE [name] >= CAST(@p1 COLLATE Latin1_General_100_CI_AS_SC_UTF8 AS varchar(40)) AND [name] < CAST(@p2 COLLATE Latin1_General_100_CI_AS_SC_UTF8 AS varchar(40));
 
 -- name: guard/turkish_i
 -- @p1 = nvarchar N'I'
 -- @p2 = bigint 5
 -- @p3 = nvarchar N'i'
 -- @p4 = bigint 3
-SELECT [name], [id] FROM [dbo].[tr] WHERE [name] = CAST(@p1 COLLATE Turkish_CI_AS AS varchar(10)) AND [id] >= CAST(@p2 AS int) AND (([name] < CAST(@p3 COLLATE Turkish_CI_AS AS varchar(10))) OR ([name] = CAST(@p3 COLLATE Turkish_CI_AS AS varchar(10)) AND [id] < CAST(@p4 AS int)))
+SELECT CAST([name] AS nvarchar(10)) AS [name], [id] FROM [dbo].[tr] WHERE [name] = CAST(@p1 COLLATE Turkish_CI_AS AS varchar(10)) AND [id] >= CAST(@p2 AS int) AND (([name] < CAST(@p3 COLLATE Turkish_CI_AS AS varchar(10))) OR ([name] = CAST(@p3 COLLATE Turkish_CI_AS AS varchar(10)) AND [id] < CAST(@p4 AS int)))
 UNION ALL
-SELECT [name], [id] FROM [dbo].[tr] WHERE [name] > CAST(@p1 COLLATE Turkish_CI_AS AS varchar(10)) AND [name] < CAST(@p3 COLLATE Turkish_CI_AS AS varchar(10))
+SELECT CAST([name] AS nvarchar(10)) AS [name], [id] FROM [dbo].[tr] WHERE [name] > CAST(@p1 COLLATE Turkish_CI_AS AS varchar(10)) AND [name] < CAST(@p3 COLLATE Turkish_CI_AS AS varchar(10))
 UNION ALL
-SELECT [name], [id] FROM [dbo].[tr] WHERE [name] = CAST(@p3 COLLATE Turkish_CI_AS AS varchar(10)) AND [id] < CAST(@p4 AS int) AND [name] > CAST(@p1 COLLATE Turkish_CI_AS AS varchar(10));
+SELECT CAST([name] AS nvarchar(10)) AS [name], [id] FROM [dbo].[tr] WHERE [name] = CAST(@p3 COLLATE Turkish_CI_AS AS varchar(10)) AND [id] < CAST(@p4 AS int) AND [name] > CAST(@p1 COLLATE Turkish_CI_AS AS varchar(10));
 

@@ -20,7 +20,7 @@ SELECT [q1].[company], [q1].[id] FROM (SELECT TOP (@p1) [company], [id] FROM [db
 -- @p1 = bigint 4
 -- @p2 = nvarchar N'Δέλτα'
 -- @p3 = bigint 3
-SELECT [s].[name] FROM (
+SELECT CAST([s].[name] AS nvarchar(20)) AS [name] FROM (
 SELECT [q0].[name] FROM (SELECT TOP (@p1) [name] FROM [dbo].[snap_greek] WHERE [name] >= CAST(@p2 COLLATE Greek_CI_AS AS varchar(20)) ORDER BY [name]) AS [q0]
 ) AS [s] ORDER BY [s].[name] OFFSET @p3 ROWS FETCH NEXT 1 ROWS ONLY;
 
@@ -135,7 +135,7 @@ CROSS APPLY (SELECT TOP (@p4) [t].[b] FROM [dbo].[nk] AS [t] WHERE [t].[b] > CAS
 -- @p2 = nvarchar N'Δέλτα'
 -- @p3 = bigint 3
 -- @p4 = bigint 1
-SELECT [n].[name] FROM (SELECT [s].[name] FROM (
+SELECT CAST([n].[name] AS nvarchar(20)) AS [name] FROM (SELECT [s].[name] FROM (
 SELECT [q0].[name] FROM (SELECT TOP (@p1) [name] FROM [dbo].[snap_greek] WHERE [name] >= CAST(@p2 COLLATE Greek_CI_AS AS varchar(20)) ORDER BY [name]) AS [q0]
 ) AS [s] ORDER BY [s].[name] OFFSET @p3 ROWS FETCH NEXT 1 ROWS ONLY) AS [v]
 CROSS APPLY (SELECT TOP (@p4) [t].[name] FROM [dbo].[snap_greek] AS [t] WHERE [t].[name] > CAST(@p2 COLLATE Greek_CI_AS AS varchar(20)) AND [t].[name] >= [v].[name] ORDER BY [t].[name]) AS [n];

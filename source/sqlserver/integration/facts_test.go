@@ -488,3 +488,23 @@ func TestFastReadCasts(t *testing.T) {
 		t.Errorf("scaled decimals %d %d %d", scaled, lo, hi)
 	}
 }
+
+// TestStoredBytesConvertExactly: bytes code page 1252 leaves undefined, in
+// a Latin1 varchar (UTF-8 "Á" written byte for byte: 0xC3 0x81), convert
+// to nvarchar as the C1 control of the same number and back to the same
+// bytes (FACTS.md F82: the reads take every char/varchar column through
+// nvarchar, and bind keys back with CAST(@p COLLATE ... AS varchar)).
+func TestStoredBytesConvertExactly(t *testing.T) {
+	db, _ := open(t, "CDCSNAP_MSSQL_DSN")
+	var text string
+	var back []byte
+	err := db.QueryRowContext(ctx(t), "SELECT CAST(CAST(@p1 AS varchar(10)) COLLATE Latin1_General_CI_AS AS nvarchar(10)), "+
+		"CAST(CAST(CAST(CAST(@p1 AS varchar(10)) COLLATE Latin1_General_CI_AS AS nvarchar(10)) COLLATE Latin1_General_CI_AS AS varchar(10)) AS varbinary(10))",
+		[]byte{0xC3, 0x81, 0x8D, 0x8F, 0x90, 0x9D}).Scan(&text, &back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text != "Ã\u0081\u008D\u008F\u0090\u009D" || !bytes.Equal(back, []byte{0xC3, 0x81, 0x8D, 0x8F, 0x90, 0x9D}) {
+		t.Errorf("1252 bytes as nvarchar %q and back %x; want %q and c3818d8f909d", text, back, "Ã\u0081\u008D\u008F\u0090\u009D")
+	}
+}
