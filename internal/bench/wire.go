@@ -69,7 +69,7 @@ func (s genServer) Serve(ctx context.Context, req *tdsserver.Request, w *tdsserv
 	if strings.HasPrefix(req.SQL, "SET TRANSACTION ISOLATION LEVEL ") || strings.HasPrefix(req.SQL, "SET LOCK_TIMEOUT ") {
 		return nil
 	}
-	if !strings.HasPrefix(req.SQL, "SELECT [id], [customer]") || strings.Contains(req.SQL, "UNION ALL") {
+	if !strings.HasPrefix(req.SQL, "SELECT [id], ") || !strings.Contains(req.SQL, "[customer]") || strings.Contains(req.SQL, "UNION ALL") {
 		return fmt.Errorf("bench: not a range read of the generator: %.80q", req.SQL)
 	}
 	param := func(re *regexp.Regexp) (int64, bool, error) {
@@ -104,10 +104,11 @@ func (s genServer) Serve(ctx context.Context, req *tdsserver.Request, w *tdsserv
 	}
 	cols := wireColumns(s.g)
 	// A column the statement casts to varbinary (source/sqlserver reads
-	// nchar and nvarchar so) is sent as its UTF-16 bytes.
+	// nchar and nvarchar so, and char and varchar through nvarchar) is sent
+	// as its UTF-16 bytes.
 	asBytes := make([]bool, len(cols))
 	for i, c := range cols {
-		if m := regexp.MustCompile(`CAST\(\[` + regexp.QuoteMeta(c.Name) + `\] AS (varbinary\([0-9a-z]+\))\) AS \[`).FindStringSubmatch(req.SQL); m != nil {
+		if m := regexp.MustCompile(`CAST\((?:CAST\()?\[` + regexp.QuoteMeta(c.Name) + `\](?: AS nvarchar\([0-9a-z]+\)\))? AS (varbinary\([0-9a-z]+\))\) AS \[`).FindStringSubmatch(req.SQL); m != nil {
 			cols[i].Type, cols[i].Collation, asBytes[i] = m[1], "", true
 		}
 	}
