@@ -73,6 +73,12 @@ type ColumnDef struct {
 	// visible (source.Column.Collation empty), as for a login that cannot
 	// read sys.columns. Rows still order by the real collation.
 	HideCollation bool
+	// Alias names a user-defined alias type the column is declared with
+	// (CREATE TYPE <Alias> FROM <Type>), or "sysname", SQL Server's own
+	// alias of nvarchar(128): Type is then its base type.
+	// sys.sp_cdc_get_captured_columns reports the alias as the column's
+	// data_type, sys.columns the base type (source/sqlserver FACTS.md F85).
+	Alias string
 	// Nullable allows NULL.
 	Nullable bool
 	// Computed makes the column a computed column: the value a row gives
@@ -217,8 +223,9 @@ type table struct {
 	keyCols      []keyrange.Column
 	order        keyOrder
 	rows         atomic.Pointer[rowset]
-	skew         int64 // guarded by DB.mu
-	keyless      bool  // Key only addresses rows: no index SQL Server would show
+	skew         int64             // guarded by DB.mu
+	aliases      map[string]string // ColumnDef.Alias by column name
+	keyless      bool              // Key only addresses rows: no index SQL Server would show
 	indexes      []*index
 	pk           *index // the primary key's index; nil when keyless
 	instances    []*instance
@@ -356,6 +363,12 @@ func (db *DB) CreateTable(def TableDef) error {
 		t.nextID++
 		t.ids = append(t.ids, t.nextID)
 		t.hidden = append(t.hidden, cd.HideCollation)
+		if cd.Alias != "" {
+			if t.aliases == nil {
+				t.aliases = map[string]string{}
+			}
+			t.aliases[c.Name] = cd.Alias
+		}
 	}
 	t.lay = &layout{cols: t.cols, ids: t.ids}
 	for _, k := range def.Key {

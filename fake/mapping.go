@@ -46,3 +46,15 @@ func (db *DB) CreatedAt(name string) (lsn.LSN, bool) {
 	}
 	return lsn.LSN{}, false
 }
+
+// TypeAlias returns the alias type column of schema.name was declared with
+// (ColumnDef.Alias), "" for a column declared with a system type.
+func (db *DB) TypeAlias(schema, name, column string) string {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	t, err := db.tableLocked(schema, name)
+	if err != nil {
+		return ""
+	}
+	return t.aliases[column]
+}

@@ -528,6 +528,9 @@ func (h *handler) captured(ctx context.Context, a args, w *tdsserver.ResponseWri
 		if typ == "rowversion" {
 			typ = "timestamp" // the type's name in the catalog
 		}
+		if alias := h.db.TypeAlias(ci.SourceSchema, ci.SourceTable, c.Name); alias != "" {
+			typ = alias // the declared type's name: an alias type (FACTS.md F85)
+		}
 		if err := w.Row(ci.SourceSchema, ci.SourceTable, ci.Name, c.Name, int64(c.ID), int64(ord+1), typ, length, prec, radix, scale, dt); err != nil {
 			return err
 		}

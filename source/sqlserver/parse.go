@@ -419,6 +419,12 @@ func applyColumnInfo(cols []source.Column, rs resultSet) ([]source.Column, error
 			continue
 		}
 		c.Collation, c.CodePage, c.Nullable, c.Computed = in.collation, int(in.codePage), in.nullable, in.computed
+		if in.typeName != "" && aliasType(c.Type) {
+			// An alias type (sysname, CREATE TYPE ... FROM): the base type
+			// and its length in bytes from sys.columns (FACTS.md F85).
+			base := tableType(in.typeName, in.maxLength, in.precision, in.scale)
+			c.Type, c.Length, c.Precision, c.Scale = base.Type, base.Length, base.Precision, base.Scale
+		}
 		if c.Length == 0 {
 			switch c.Type {
 			case "char", "varchar", "binary", "varbinary":
@@ -463,6 +469,14 @@ func tableType(name string, maxLength, precision, scale int64) source.Column {
 		c.Type = "timestamp"
 	}
 	return c
+}
+
+// aliasType reports whether t, a captured column's data_type, names no
+// SQL Server system type: an alias type, sysname or one made with CREATE
+// TYPE ... FROM (FACTS.md F85).
+func aliasType(t string) bool {
+	_, err := (source.Column{Type: t}).ArrowType()
+	return err != nil && t != "sql_variant"
 }
 
 // sameType reports whether a table column's type is a captured column's.

@@ -527,6 +527,11 @@ func (s *Source) describe(ctx context.Context, row captureRow, d *described) (*s
 	if ci.Columns, err = applyColumnInfo(captured, rs); err != nil {
 		return nil, err
 	}
+	for _, c := range ci.Columns {
+		if aliasType(c.Type) {
+			return nil, fmt.Errorf("sqlserver: capture instance %q: column %q has type %q, which is no SQL Server system type: an alias type (sysname, CREATE TYPE ... FROM), whose base type only sys.columns names, and sys.columns shows the login no column of the table (grant it VIEW DEFINITION or SELECT on the table; FACTS.md F85)", got, c.Name, c.Type)
+		}
+	}
 	for _, k := range ci.Key {
 		c, ok := ci.Column(k)
 		if !ok {
