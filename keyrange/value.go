@@ -376,6 +376,26 @@ func compareStrings(c Collation, x, y string) int {
 	return collate.ComparePadded(c.fold(x), c.fold(y))
 }
 
+// RowKey returns a string that is equal for two values exactly when they
+// are one stored value, trailing spaces aside (SQL Server pads them in
+// every collation, source/sqlserver/FACTS.md F22): the key to group the
+// images of one row by in a latest-image merge. A unique index holds one
+// row among the values its collation takes for equal, and every image of
+// that row carries its stored value, so the stored value names the row
+// whatever the collation's equality is: accent, kana and width
+// insensitivity, expansions (ß and ss), letters a language ties into one
+// (Danish "aa"), which CollationKey's case folding does not model and would
+// merge two rows or split one by. A key whose stored value changes to
+// another the collation takes for equal is an update of the key: its
+// before image (delete 1, or update-before 3 under trace flag 8207, F14)
+// removes the old value and its after image adds the new one.
+func RowKey(c Column, v any) (string, error) {
+	if s, ok := v.(string); ok && c.Kind == KindString {
+		return "s" + strings.TrimRight(s, " "), nil
+	}
+	return CollationKey(c, v)
+}
+
 // CollationKey returns a string that is equal for two values exactly when
 // Compare says they are equal, for grouping rows by key (a latest-image
 // merge, a reconcile). NULL has its own key.

@@ -22,7 +22,9 @@ import (
 // 4, the before image holding the old key (source/sqlserver/FACTS.md F14),
 // and when the key stays the same the after image (4) follows and wins. A
 // snapshot row (operation 0, stamped with the snapshot's LSN, NULL
-// command id and seqval) sorts before every change read after it.
+// command id and seqval) sorts before every change read after it. Rows are
+// grouped by their stored key value (keyrange.RowKey), whatever the
+// collation takes for equal.
 type Order struct {
 	StartLSN  *string
 	CommandID *int32
@@ -213,7 +215,7 @@ func keyText(c keyrange.Column, a arrow.Array, r int) (string, error) {
 		if !ok {
 			return "", fmt.Errorf("image: key column %q is %s, not a string", c.Name, a.DataType())
 		}
-		return keyrange.CollationKey(c, s.Value(r))
+		return keyrange.RowKey(c, s.Value(r))
 	}
 	return a.ValueStr(r), nil
 }
