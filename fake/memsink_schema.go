@@ -19,8 +19,9 @@ import (
 // float64, a decimal into one with at least its integer digits and scale),
 // which a writer casts; a wider one is refused unless type widening is on
 // (the typeWidening table feature, PROTOCOL.md "Type Widening"), which
-// then widens the table's column; records lacking a column of the table,
-// and any other type change, are refused. A refusal commits nothing.
+// then widens the table's column; records may lack a nullable column of
+// the table (their rows read it as NULL); any other type change is
+// refused. A refusal commits nothing.
 
 // ErrSchema is wrapped by a MemSink's refusal of records whose schema its
 // table cannot take.
@@ -63,6 +64,9 @@ func (s *MemSink) evolveLocked(rec *arrow.Schema) (*arrow.Schema, error) {
 		known[collate.Fold(tf.Name)] = true
 		f, ok := byName[collate.Fold(tf.Name)]
 		switch {
+		case !ok && tf.Nullable:
+			// The records' rows read it as NULL (sink/delta writes files
+			// without it).
 		case !ok:
 			problems = append(problems, fmt.Sprintf("column %q: the table has it and the records do not", tf.Name))
 		case arrow.TypeEqual(f.Type, tf.Type) || narrower(f.Type, tf.Type):

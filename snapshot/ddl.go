@@ -31,7 +31,8 @@ import (
 //   - A captured column retyped to a type the bronze table holds (narrower
 //     than its column): the sink casts.
 //   - A captured column retyped wider, when the bronze table has type
-//     widening (Delta's typeWidening feature): the sink widens the column.
+//     widening (Delta's typeWidening feature, delta.enableTypeWidening):
+//     sink/delta widens the column, recording delta.typeChanges.
 //
 // What stops the stream, before any row of the new shape is written: a
 // captured column retyped to a type the bronze table cannot take (wider

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cdcsnap/cdcsnap/fake"
 	"github.com/cdcsnap/cdcsnap/internal/testenv"
+	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
 	"github.com/cdcsnap/cdcsnap/snapshot"
@@ -120,8 +121,17 @@ func TestEvolvedTableReaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The old instance disabled, a rerun of the switch finds its last
+	// batch in the table (delta.Table.LastBatch) and resumes.
+	if err := db.DisableCDC("dbo_t"); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := snapshot.Switch(ctx, db, table, from, snapshot.SwitchOptions{From: "dbo_t", To: "dbo_t_v2", BatchID: 1}); err != nil || !again.Resumed || again.Next != sw.Next {
+		t.Fatalf("the switch rerun after dbo_t was disabled: %+v, %v", again, err)
+	}
 
-	// A retype the table cannot take: the stream stops, nothing written.
+	// A retype the table cannot take (no type widening): the stream
+	// stops, nothing written.
 	must(db.AlterColumn("dbo", "t", fake.ColumnDef{Name: "c", Type: "bigint", Nullable: true}))
 	must(db.Load("dbo", "t", fake.Row{int64(101), "x", int64(1) << 40, nil}))
 	v0, err := table.Version(ctx)
@@ -184,5 +194,127 @@ func TestEvolvedTableReaders(t *testing.T) {
 	}
 	if len(got.Latest) != want {
 		t.Errorf("delta-rs's latest image has %d keys, the source %d", len(got.Latest), want)
+	}
+}
+
+// TestTypeWideningFlows: into a Delta table with type widening
+// (delta.enableTypeWidening), a captured column retyped wider (int to
+// bigint, decimal(10,2) to decimal(12,2); FACTS.md F62) widens the table's
+// column by a metadata action recording delta.typeChanges (PROTOCOL.md
+// "Type Widening"), the stream flows, and the table's rows read back with
+// the old and the new values; DuckDB reads the widened table.
+func TestTypeWideningFlows(t *testing.T) {
+	ctx := context.Background()
+	db := fake.New(fake.Options{})
+	if err := db.CreateTable(fake.TableDef{Schema: "dbo", Name: "t", Key: []string{"id"}, CaptureInstance: "dbo_t",
+		Columns: []fake.ColumnDef{{Name: "id", Type: "int"}, {Name: "n", Type: "int", Nullable: true}, {Name: "d", Type: "decimal(10,2)", Nullable: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	must := func(_ lsn.LSN, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(db.Load("dbo", "t", fake.Row{int64(1), int64(7), keyrange.Decimal("1.50")}))
+	dir := filepath.Join(t.TempDir(), "bronze")
+	table, err := delta.Open(ctx, dir, delta.Options{Create: delta.CreateOptions{Features: []string{"typeWidening"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer table.Close()
+	from, _, err := snapshot.Bootstrap(ctx, db, table, snapshot.Options{CaptureInstance: "dbo_t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(db.AlterColumn("dbo", "t", fake.ColumnDef{Name: "n", Type: "bigint", Nullable: true}))
+	must(db.AlterColumn("dbo", "t", fake.ColumnDef{Name: "d", Type: "decimal(12,2)", Nullable: true}))
+	must(db.Load("dbo", "t", fake.Row{int64(2), int64(1) << 40, keyrange.Decimal("1234567890.25")}))
+	p, err := snapshot.Poll(ctx, db, table, "dbo_t", from, snapshot.PollOptions{BatchID: 1})
+	if err != nil || p.Rows != 1 || len(p.DDL) != 2 {
+		t.Fatalf("poll after the widening: %+v, %v", p, err)
+	}
+	// The last metaData action of the log holds the widened schema.
+	logs, err := filepath.Glob(filepath.Join(dir, "_delta_log", "*.json"))
+	if err != nil || len(logs) == 0 {
+		t.Fatalf("the log: %v, %v", logs, err)
+	}
+	var schemaString string
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var a struct {
+				MetaData *struct {
+					SchemaString string `json:"schemaString"`
+				} `json:"metaData"`
+			}
+			if json.Unmarshal([]byte(line), &a) == nil && a.MetaData != nil {
+				schemaString = a.MetaData.SchemaString
+			}
+		}
+	}
+	var sch struct {
+		Fields []struct {
+			Name     string         `json:"name"`
+			Type     any            `json:"type"`
+			Metadata map[string]any `json:"metadata"`
+		} `json:"fields"`
+	}
+	if err := json.Unmarshal([]byte(schemaString), &sch); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range sch.Fields {
+		if f.Name == "n" || f.Name == "d" {
+			got[f.Name] = fmt.Sprint(f.Type, " ", f.Metadata["delta.typeChanges"])
+		}
+	}
+	if got["n"] != "long [map[fromType:integer toType:long]]" || got["d"] != "decimal(12,2) [map[fromType:decimal(10,2) toType:decimal(12,2)]]" {
+		t.Fatalf("the widened columns: %v", got)
+	}
+	rows := map[int64]string{}
+	rr, err := table.ReadAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		for i := range int(rec.NumRows()) {
+			id, _ := fake.ArrowValue(rec.Column(0), i)
+			n, _ := fake.ArrowValue(rec.Column(1), i)
+			d, _ := fake.ArrowValue(rec.Column(2), i)
+			rows[id.(int64)] = fmt.Sprint(n, " ", d)
+		}
+	}
+	if err := rr.Err(); err != nil {
+		t.Fatal(err)
+	}
+	rr.Release()
+	if rows[1] != "7 1.50" || rows[2] != "1099511627776 1234567890.25" {
+		t.Fatalf("the widened table reads %v", rows)
+	}
+	// deltalake 1.6.6 refuses the typeWidening reader feature (its
+	// pyarrow dataset and DataFusion scans alike); DuckDB's delta
+	// extension reads it.
+	py := testenv.Python(t, "DuckDB reads a widened table")
+	script := filepath.Join(t.TempDir(), "widened.py")
+	if err := os.WriteFile(script, []byte(`
+import glob, os, sys, duckdb, duckdb_extension_delta
+ext = glob.glob(os.path.join(os.path.dirname(duckdb_extension_delta.__file__), "extensions", "*", "delta.duckdb_extension"))
+con = duckdb.connect()
+con.execute(f"LOAD '{ext[0]}'")
+print(con.execute(f"SELECT id, n, CAST(d AS VARCHAR), typeof(n) FROM delta_scan('{sys.argv[1]}') ORDER BY id").fetchall())
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(py, script, dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("DuckDB: %v: %s", err, out)
+	}
+	if want := "[(1, 7, '1.50', 'BIGINT'), (2, 1099511627776, '1234567890.25', 'BIGINT')]"; strings.TrimSpace(string(out)) != want {
+		t.Fatalf("DuckDB reads %s, want %s", out, want)
 	}
 }

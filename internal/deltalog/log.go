@@ -86,6 +86,16 @@ type State struct {
 	Domains  map[string]string      // domainMetadata: configuration by domain
 }
 
+// TypeWidening reports whether the table widens columns: the typeWidening
+// feature (or its preview) in its protocol and delta.enableTypeWidening set
+// (PROTOCOL.md "Type Widening": the feature is active when both hold).
+func (s *State) TypeWidening() bool {
+	if s.Meta == nil || !strings.EqualFold(s.Meta.Configuration["delta.enableTypeWidening"], "true") {
+		return false
+	}
+	return HasWriterFeature(s.Protocol, "typeWidening") || HasWriterFeature(s.Protocol, "typeWidening-preview")
+}
+
 // EmptyState is the state of a table that does not exist yet.
 func EmptyState() *State {
 	return &State{Version: -1, Files: map[string]*AddFile{}, Removes: map[string]*RemoveFile{}, Txns: map[string]Txn{}, Domains: map[string]string{}}

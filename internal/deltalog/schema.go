@@ -199,12 +199,25 @@ func SchemaFromArrow(as *arrow.Schema) (Schema, error) {
 // Evolve checks that records in schema rec can be written to a table with
 // schema table. It returns the table schema after the write: table itself
 // when rec adds nothing (changed false), or table plus rec's extra columns,
-// which must be nullable (changed true). Anything else is a *SchemaError
-// naming the column.
-func Evolve(table Schema, rec *arrow.Schema) (Schema, bool, error) {
+// which must be nullable (changed true). Records may lack a nullable
+// column that is not one of partitions: their files read it as NULL, as
+// the files written before a column was added do. Anything else is a
+// *SchemaError naming the column.
+//
+// With widen (the table's typeWidening feature is active: State.TypeWidening),
+// a column the records bring wider than the table's, as Widens allows,
+// widens the table's column instead: its new type, and the change
+// recorded in the field's delta.typeChanges (PROTOCOL.md "Type Widening",
+// "Type Change Metadata"); a partition column is not widened.
+func Evolve(table Schema, rec *arrow.Schema, widen bool, partitions []string) (Schema, bool, error) {
 	incoming, err := SchemaFromArrow(rec)
 	if err != nil {
 		return Schema{}, false, err
+	}
+	out := Schema{Fields: append([]Field(nil), table.Fields...)}
+	changed := false
+	partition := func(name string) bool {
+		return slices.ContainsFunc(partitions, func(p string) bool { return strings.EqualFold(p, name) })
 	}
 	// Every problem is named, not only the first: a user fixes them all
 	// at once. errors.As finds the first *SchemaError.
@@ -214,20 +227,28 @@ func Evolve(table Schema, rec *arrow.Schema) (Schema, bool, error) {
 		byLower[strings.ToLower(f.Name)] = f
 	}
 	tableLower := map[string]bool{}
-	for _, tf := range table.Fields {
+	for i, tf := range table.Fields {
 		tableLower[strings.ToLower(tf.Name)] = true
 		inf, ok := byLower[strings.ToLower(tf.Name)]
 		switch {
+		case !ok && tf.Nullable && !partition(tf.Name):
+			// Read as NULL: a capture instance that does not capture a
+			// column of the table (a newer one, after the column was
+			// dropped) writes none.
 		case !ok:
-			problems = append(problems, &SchemaError{Column: tf.Name, Reason: "the table has this column and the records do not"})
+			problems = append(problems, &SchemaError{Column: tf.Name, Reason: "the table has this column and the records do not (a partition column, or NOT NULL)"})
 		case inf.Name != tf.Name:
 			problems = append(problems, &SchemaError{Column: inf.Name, Reason: fmt.Sprintf("differs in case from the table's column %q", tf.Name)})
-		case inf.TypeName() != tf.TypeName() && !(inf.TypeName() == "timestamp" && tf.TypeName() == "timestamp_ntz") && !Widens(inf.TypeName(), tf.TypeName()):
+		case inf.TypeName() == tf.TypeName() || inf.TypeName() == "timestamp" && tf.TypeName() == "timestamp_ntz" || Widens(inf.TypeName(), tf.TypeName()):
+		case widen && Widens(tf.TypeName(), inf.TypeName()) && !partition(tf.Name):
+			out.Fields[i] = widened(tf, inf)
+			changed = true
+		case Widens(tf.TypeName(), inf.TypeName()):
+			problems = append(problems, &SchemaError{Column: tf.Name, Reason: fmt.Sprintf("the table has type %s, the records the wider %s: the table widens columns only with type widening (ALTER TABLE ... SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')), and never a partition column", tf.TypeName(), inf.TypeName())})
+		default:
 			problems = append(problems, &SchemaError{Column: tf.Name, Reason: fmt.Sprintf("the table has type %s, the records %s", tf.TypeName(), inf.TypeName())})
 		}
 	}
-	out := Schema{Fields: append([]Field(nil), table.Fields...)}
-	changed := false
 	for _, f := range incoming.Fields {
 		if tableLower[strings.ToLower(f.Name)] {
 			continue
@@ -243,6 +264,19 @@ func Evolve(table Schema, rec *arrow.Schema) (Schema, bool, error) {
 		return Schema{}, false, errors.Join(problems...)
 	}
 	return out, changed, nil
+}
+
+// widened is the table's field tf widened to the records' type: tf with
+// inf's type and the change appended to its delta.typeChanges.
+func widened(tf, inf Field) Field {
+	md := make(map[string]any, len(tf.Metadata)+1)
+	for k, v := range tf.Metadata {
+		md[k] = v
+	}
+	changes, _ := md["delta.typeChanges"].([]any)
+	md["delta.typeChanges"] = append(slices.Clone(changes), map[string]any{"fromType": tf.TypeName(), "toType": inf.TypeName()})
+	tf.Type, tf.Metadata = inf.Type, md
+	return tf
 }
 
 // Widens reports whether a column of Delta type from can be written into

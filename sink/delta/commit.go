@@ -219,7 +219,7 @@ func (t *Table) checkSchema(s *deltalog.State, schema *arrow.Schema) error {
 		_, err := deltalog.SchemaFromArrow(schema)
 		return err
 	}
-	ns, changed, err := deltalog.Evolve(s.Schema, schema)
+	ns, changed, err := deltalog.Evolve(s.Schema, schema, s.TypeWidening(), s.Meta.PartitionColumns)
 	if err != nil || !changed {
 		return err
 	}
@@ -231,7 +231,7 @@ func (t *Table) checkSchema(s *deltalog.State, schema *arrow.Schema) error {
 	// New columns of a mapped table need physical names and ids that
 	// its data files carry before the commit that adds them: add them
 	// with the engine that mapped the table.
-	if cm, err := s.Mapping(); err != nil || cm.On() {
+	if cm, err := s.Mapping(); (err != nil || cm.On()) && len(ns.Fields) > len(s.Schema.Fields) {
 		var added []string
 		for _, f := range ns.Fields[len(s.Schema.Fields):] {
 			added = append(added, f.Name)
@@ -565,7 +565,7 @@ func (t *Table) schemaActions(s *deltalog.State, schema *arrow.Schema) ([]deltal
 	if err := t.checkSchema(s, schema); err != nil {
 		return nil, err
 	}
-	ns, changed, err := deltalog.Evolve(s.Schema, schema)
+	ns, changed, err := deltalog.Evolve(s.Schema, schema, s.TypeWidening(), s.Meta.PartitionColumns)
 	if err != nil || !changed {
 		return nil, err
 	}
@@ -584,7 +584,13 @@ func (t *Table) schemaActions(s *deltalog.State, schema *arrow.Schema) ([]deltal
 	for _, f := range ns.Fields[len(s.Schema.Fields):] {
 		added = append(added, f.Name)
 	}
-	t.log.Info("adding columns to the table schema", "columns", added)
+	var widened []string
+	for i, f := range s.Schema.Fields {
+		if f.TypeName() != ns.Fields[i].TypeName() {
+			widened = append(widened, f.Name+" "+f.TypeName()+" -> "+ns.Fields[i].TypeName())
+		}
+	}
+	t.log.Info("evolving the table schema", "added", added, "widened", widened)
 	return []deltalog.Action{{MetaData: &md}}, nil
 }
 

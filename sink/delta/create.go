@@ -32,7 +32,9 @@ type CreateOptions struct {
 	// name and an id), "changeDataFeed" (delta.enableChangeDataFeed),
 	// "appendOnly" (delta.appendOnly), "v2Checkpoint"
 	// (delta.checkpointPolicy=v2), "timestampNtz", "domainMetadata" and
-	// "vacuumProtocolCheck". Databricks turns on deletionVectors,
+	// "vacuumProtocolCheck", "typeWidening" (delta.enableTypeWidening: a
+	// wider column from the source widens the table's, PROTOCOL.md "Type
+	// Widening"). Databricks turns on deletionVectors,
 	// inCommitTimestamp and rowTracking for new tables.
 	Features []string
 }
@@ -40,7 +42,7 @@ type CreateOptions struct {
 // featureKinds lists the features CreateOptions can turn on, true for
 // reader-writer features (listed in readerFeatures too).
 var featureKinds = map[string]bool{
-	"deletionVectors": true, "columnMapping": true, "timestampNtz": true, "v2Checkpoint": true, "vacuumProtocolCheck": true,
+	"deletionVectors": true, "columnMapping": true, "timestampNtz": true, "v2Checkpoint": true, "vacuumProtocolCheck": true, "typeWidening": true,
 	"inCommitTimestamp": false, "rowTracking": false, "domainMetadata": false, "changeDataFeed": false, "appendOnly": false,
 }
 
@@ -110,6 +112,8 @@ func (o CreateOptions) createActions(ds deltalog.Schema, id string, now int64) (
 			conf["delta.rowTracking.materializedRowCommitVersionColumnName"] = "_row-commit-version-col-" + deltalog.NewUUID()
 		case "changeDataFeed":
 			conf["delta.enableChangeDataFeed"] = "true"
+		case "typeWidening":
+			conf["delta.enableTypeWidening"] = "true"
 		case "appendOnly":
 			conf["delta.appendOnly"] = "true"
 		case "v2Checkpoint":

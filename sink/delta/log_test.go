@@ -363,11 +363,24 @@ func TestSchemaEvolution(t *testing.T) {
 	if got, _ := tb.FindSnapshot(ctx, "dbo_orders"); got != snap {
 		t.Fatal(got)
 	}
-	// The old schema still appends (the new columns are nullable)? No:
-	// records must carry every table column.
-	var se *deltalog.SchemaError
-	if _, err := tb.AppendChanges(ctx, "dbo_Orders", 2, changeRows(t, old, "dbo_Orders", 2, 0, 1)); !errors.As(err, &se) || se.Column != sink.ColSnapshot {
+	// The old schema still appends: records may lack a nullable column of
+	// the table (a capture instance that does not capture one), and their
+	// file reads it as NULL, as the files from before the column do.
+	if _, err := tb.AppendChanges(ctx, "dbo_Orders", 2, changeRows(t, old, "dbo_Orders", 2, 0, 1)); err != nil {
 		t.Fatalf("old schema after evolution: %v", err)
+	}
+	tbl2 := readAll(t, tb)
+	defer tbl2.Release()
+	col2, _ := array.Concatenate(tbl2.Column(as.FieldIndices(sink.ColSnapshot)[0]).Data().Chunks(), memory.DefaultAllocator)
+	defer col2.Release()
+	if tbl2.NumRows() != 11 || col2.NullN() != 5 {
+		t.Fatalf("after the old schema's append: %d rows, %d NULL _snapshot, want 11 and 5", tbl2.NumRows(), col2.NullN())
+	}
+	// A partition column the records lack is refused.
+	sc, _ = tb.schema(ctx)
+	var se *deltalog.SchemaError
+	if _, _, err := deltalog.Evolve(sc, old, false, []string{sink.ColSnapshot}); !errors.As(err, &se) || se.Column != sink.ColSnapshot {
+		t.Fatalf("records lacking a partition column: %v", err)
 	}
 }
 
