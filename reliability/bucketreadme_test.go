@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"gocloud.dev/gcerrors"
+
 	"github.com/cdcsnap/cdcsnap/fake"
 	"github.com/cdcsnap/cdcsnap/internal/objstore"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
@@ -109,5 +111,28 @@ func storeREADMEExample(t *testing.T, st *objstore.Store) {
 		if res.Existing != (run == 1) || (run == 0 && res.Rows != 100) {
 			t.Fatalf("run %d: %+v", run+1, res)
 		}
+	}
+}
+
+// storeMissingBucket opens a table in a bucket (container) the server does
+// not have: the error says so first, with what to do, and keeps the
+// store's own answer (NoSuchBucket, ContainerNotFound, bucket doesn't
+// exist) and its gocloud.dev code.
+func storeMissingBucket(t *testing.T, st *objstore.Store) {
+	ctx := context.Background()
+	u := strings.Replace(st.URL("t"), "://"+objstore.Bucket+"/", "://no-such-"+objstore.Bucket+"/", 1)
+	tb, err := delta.Open(ctx, u, delta.Options{})
+	if err == nil {
+		_, err = tb.Version(ctx)
+		tb.Close()
+	}
+	want := map[string]struct{ what, said string }{
+		"s3":    {"the bucket does not exist: create it", "NoSuchBucket"},
+		"azure": {"the container does not exist: create it", "ContainerNotFound"},
+		"gcs":   {"the bucket does not exist: create it", "storage: bucket doesn't exist"},
+	}[st.Kind]
+	what, said := want.what, want.said
+	if err == nil || !strings.HasPrefix(err.Error(), "delta: table "+u+": "+what) || !strings.Contains(err.Error(), said) || gcerrors.Code(err) != gcerrors.NotFound {
+		t.Fatalf("got %v (code %v)\nwant it to start with %q, keep %q and code NotFound", err, gcerrors.Code(err), what, said)
 	}
 }
