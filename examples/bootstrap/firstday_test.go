@@ -114,8 +114,8 @@ func TestBadInput(t *testing.T) {
 				os.MkdirAll(filepath.Join(dir, "_delta_log"), 0o777)
 				os.WriteFile(filepath.Join(dir, "_delta_log", "00000000000000000000.json"), []byte("hello\n"), 0o666)
 			},
-			first: "bootstrap: -target DIR is not a Delta table, or its log is damaged",
-			more:  []string{"00000000000000000000.json", "nothing was written: move it away or choose another -target"}},
+			first: "bootstrap: delta: table DIR: not a Delta table, or a damaged one: log file _delta_log/00000000000000000000.json: ",
+			more:  []string{"nothing was written: move it away or choose another -target"}},
 		{name: "table of another schema", args: []string{"-rows", "10"}, code: exitFailed, prepare: otherTable,
 			first: "bootstrap: -target DIR holds a table whose columns sales_orders cannot share; nothing was written: give it a table of its own (-target <a new folder or URL>)",
 			more:  []string{`column "region": the table has type integer, the records string`}},
@@ -217,15 +217,6 @@ func interrupted(t *testing.T, dir string, rows, partitions int) (int, string) {
 type writerFunc func(p []byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
-
-type teeWriter struct {
-	a, b interface{ Write([]byte) (int, error) }
-}
-
-func (w *teeWriter) Write(p []byte) (int, error) {
-	w.a.Write(p)
-	return w.b.Write(p)
-}
 
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")

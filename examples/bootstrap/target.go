@@ -67,7 +67,7 @@ func openTarget(ctx context.Context, target string, opts delta.Options) (table *
 	if _, err := table.Version(ctx); err != nil {
 		var corrupt *delta.CorruptLogError
 		if errors.As(err, &corrupt) {
-			err = fmt.Errorf("-target %s is not a Delta table, or its log is damaged (%w); nothing was written: move it away or choose another -target", target, err)
+			err = fmt.Errorf("%w; nothing was written: move it away or choose another -target", err)
 		}
 		done(err)
 		return nil, nil, err
