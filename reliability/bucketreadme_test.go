@@ -3,8 +3,6 @@ package reliability_test
 import (
 	"context"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/cdcsnap/cdcsnap/fake"
 	"github.com/cdcsnap/cdcsnap/internal/objstore"
+	"github.com/cdcsnap/cdcsnap/internal/testenv"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 )
@@ -25,15 +24,7 @@ type bucketRow struct {
 // readmeBucketRow returns the row of store ("S3", "GCS", "Azure Blob").
 func readmeBucketRow(t *testing.T, store string) bucketRow {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, block, ok := strings.Cut(string(b), "<!-- bucketcheck:begin -->")
-	block, _, ok2 := strings.Cut(block, "<!-- bucketcheck:end -->")
-	if !ok || !ok2 {
-		t.Fatal("README.md lacks the bucketcheck block")
-	}
+	block := testenv.READMEBlock(t, "bucketcheck")
 	code := regexp.MustCompile("`([^`]*)`")
 	for _, line := range strings.Split(block, "\n") {
 		cells := strings.Split(line, "|")
