@@ -52,6 +52,8 @@ func TestObjectStores(t *testing.T) {
 			if t.Failed() {
 				return // the rest would rest on a store that races
 			}
+			t.Run("READMEExample", func(t *testing.T) { storeREADMEExample(t, st) })
+			t.Run("MissingBucketNamed", func(t *testing.T) { storeMissingBucket(t, st) })
 			var raced string
 			var racedSeed uint64
 			t.Run("EightProcessesOneSnapshot", func(t *testing.T) { raced, racedSeed = storeRace(t, st, r) })

@@ -92,6 +92,8 @@ func TestBadInput(t *testing.T) {
 			first: "bootstrap: -partitions 100000: want 1 to 1024"},
 		{name: "partitions 0", args: []string{"-partitions", "0"}, code: exitUsage,
 			first: "bootstrap: -partitions 0: want 1 to 1024"},
+		{name: "min partition rows -1", args: []string{"-min-partition-rows", "-1"}, code: exitUsage,
+			first: "bootstrap: -min-partition-rows -1: want 0 (no minimum) or more"},
 		{name: "tables without many", args: []string{"-tables", "3"}, code: exitUsage,
 			first: "bootstrap: -tables is for many instances: add -instances, -schemas or -match"},
 		{name: "plan with resnapshot", args: []string{"-plan", "-resnapshot"}, code: exitUsage,
@@ -112,8 +114,8 @@ func TestBadInput(t *testing.T) {
 				os.MkdirAll(filepath.Join(dir, "_delta_log"), 0o777)
 				os.WriteFile(filepath.Join(dir, "_delta_log", "00000000000000000000.json"), []byte("hello\n"), 0o666)
 			},
-			first: "bootstrap: -target DIR is not a Delta table, or its log is damaged",
-			more:  []string{"00000000000000000000.json", "nothing was written: move it away or choose another -target"}},
+			first: "bootstrap: delta: table DIR: not a Delta table, or a damaged one: log file _delta_log/00000000000000000000.json: ",
+			more:  []string{"nothing was written: move it away or choose another -target"}},
 		{name: "table of another schema", args: []string{"-rows", "10"}, code: exitFailed, prepare: otherTable,
 			first: "bootstrap: -target DIR holds a table whose columns sales_orders cannot share; nothing was written: give it a table of its own (-target <a new folder or URL>)",
 			more:  []string{`column "region": the table has type integer, the records string`}},
@@ -156,7 +158,7 @@ func TestInterruptAndResume(t *testing.T) {
 		t.Fatalf("the interrupted run committed version %d", v)
 	}
 	var out, errOut bytes.Buffer
-	if code := runMain(t.Context(), []string{"-target", dir, "-rows", "5000", "-partitions", "2", "-progress", "1h"}, &out, &errOut); code != exitOK {
+	if code := runMain(t.Context(), []string{"-target", dir, "-rows", "5000", "-partitions", "2", "-min-partition-rows", "0", "-progress", "1h"}, &out, &errOut); code != exitOK {
 		t.Fatalf("rerun: exit %d\n%s\n%s", code, &out, &errOut)
 	}
 	for _, want := range []string{
@@ -180,7 +182,7 @@ func TestDiscardPartial(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	var out, errOut bytes.Buffer
-	if code := runMain(t.Context(), []string{"-target", dir, "-rows", "5000", "-partitions", "2", "-discard-partial", "-progress", "1h"}, &out, &errOut); code != exitOK {
+	if code := runMain(t.Context(), []string{"-target", dir, "-rows", "5000", "-partitions", "2", "-min-partition-rows", "0", "-discard-partial", "-progress", "1h"}, &out, &errOut); code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, &out, &errOut)
 	}
 	for _, want := range []string{"; discarding it (-discard-partial): its files are never committed", ", 2 partitions\n", "check:    latest image of"} {
@@ -208,22 +210,13 @@ func interrupted(t *testing.T, dir string, rows, partitions int) (int, string) {
 		return errOut.Write(p)
 	})
 	var out bytes.Buffer
-	code := runMain(ctx, []string{"-target", dir, "-rows", fmt.Sprint(rows), "-partitions", fmt.Sprint(partitions), "-progress", "1ns"}, &out, stderr)
+	code := runMain(ctx, []string{"-target", dir, "-rows", fmt.Sprint(rows), "-partitions", fmt.Sprint(partitions), "-min-partition-rows", "0", "-progress", "1ns"}, &out, stderr)
 	return code, errOut.String()
 }
 
 type writerFunc func(p []byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
-
-type teeWriter struct {
-	a, b interface{ Write([]byte) (int, error) }
-}
-
-func (w *teeWriter) Write(p []byte) (int, error) {
-	w.a.Write(p)
-	return w.b.Write(p)
-}
 
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
@@ -298,7 +291,7 @@ func TestPlanOnly(t *testing.T) {
 		t.Helper()
 		before := tree(t, dir)
 		var out, errOut bytes.Buffer
-		if code := runMain(t.Context(), []string{"-target", dir, "-rows", "5000", "-plan"}, &out, &errOut); code != exitOK {
+		if code := runMain(t.Context(), []string{"-target", dir, "-rows", "5000", "-min-partition-rows", "1000", "-plan"}, &out, &errOut); code != exitOK {
 			t.Fatalf("-plan: exit %d\n%s\n%s", code, &out, &errOut)
 		}
 		want = append(want,
@@ -328,8 +321,34 @@ func TestPlanOnly(t *testing.T) {
 	plan("partial:  partial snapshot at LSN 0x", ": a run resumes it and reads the ", "partitions left; -discard-partial starts over",
 		" (recorded by the interrupted run)", "in 3 keyset partitions")
 
-	if code := runMain(t.Context(), []string{"-target", dir, "-rows", "5000", "-progress", "1h"}, &out, &out); code != exitOK {
+	if code := runMain(t.Context(), []string{"-target", dir, "-rows", "5000", "-min-partition-rows", "0", "-progress", "1h"}, &out, &out); code != exitOK {
 		t.Fatalf("run: exit %d\n%s", code, &out)
 	}
 	plan("target:   " + dir + " holds a snapshot of sales_orders at LSN 0x")
+}
+
+// TestSmallTableOnePartition: a table smaller than -min-partition-rows by
+// its metadata row count is read as one partition and written as one
+// data file (a 2-row table was two), and the job says why it did not use
+// -partitions; a larger one gets one partition per -min-partition-rows.
+func TestSmallTableOnePartition(t *testing.T) {
+	for _, tc := range []struct {
+		rows, minRows string
+		files         int
+		line          string
+	}{
+		{"2", "10000", 1, "partitions: 1, not 4: the table holds ~2 rows by metadata, and a partition gets at least 10,000 (-min-partition-rows)"},
+		{"3000", "1000", 3, "partitions: 3, not 4: the table holds ~3,000 rows by metadata, and a partition gets at least 1,000 (-min-partition-rows)"},
+		{"3000", "0", 4, ""},
+	} {
+		dir := filepath.Join(t.TempDir(), "bronze")
+		var out, errOut bytes.Buffer
+		if code := runMain(t.Context(), []string{"-target", dir, "-rows", tc.rows, "-min-partition-rows", tc.minRows, "-progress", "1h"}, &out, &errOut); code != exitOK {
+			t.Fatalf("exit %d\n%s\n%s", code, &out, &errOut)
+		}
+		want := fmt.Sprintf("delta:    %s version 0, %d data files", dir, tc.files)
+		if !strings.Contains(out.String(), want) || (tc.line != "" && !strings.Contains(out.String(), tc.line+"\n")) || (tc.line == "" && strings.Contains(out.String(), "partitions: ")) {
+			t.Errorf("-rows %s -min-partition-rows %s: want %q and %q:\n%s", tc.rows, tc.minRows, want, tc.line, &out)
+		}
+	}
 }

@@ -57,6 +57,7 @@ type config struct {
 	switchTo       string
 	rows           int
 	partitions     int
+	minPartRows    int64 // fewest rows (by the metadata estimate) a partition gets; 0: no minimum
 	resnapshot     bool
 	discardPartial bool
 	planOnly       bool
@@ -121,7 +122,8 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.instance, "capture-instance", "", "with -dsn: the capture instance to snapshot (the demo's is "+demoInstance+")")
 	fs.StringVar(&cfg.switchTo, "switch-to", "", "move the stream to this newer capture instance of the table at its start_lsn (snapshot.Switch; on the demo the job first adds a column and enables it)")
 	fs.IntVar(&cfg.rows, "rows", 300_000, "rows in the demo fake's table (without -dsn)")
-	fs.IntVar(&cfg.partitions, "partitions", 4, fmt.Sprintf("key ranges read in parallel (1 to %d; a small table gets fewer)", maxPartitions))
+	fs.IntVar(&cfg.partitions, "partitions", 4, fmt.Sprintf("key ranges read in parallel (1 to %d; a small table gets fewer, see -min-partition-rows)", maxPartitions))
+	fs.Int64Var(&cfg.minPartRows, "min-partition-rows", defaultMinPartitionRows, "fewest rows, by the table's metadata row count, worth a partition (and a data file) of their own: a smaller table gets fewer partitions; 0 keeps -partitions")
 	fs.BoolVar(&cfg.resnapshot, "resnapshot", false, "take a new snapshot even if the table holds one")
 	fs.BoolVar(&cfg.discardPartial, "discard-partial", false, "abandon a partial snapshot an interrupted run left in the table instead of resuming it (its files are never committed)")
 	fs.BoolVar(&cfg.planOnly, "plan", false, "plan only: connect, check permissions, print the capture instance, its key, the plan and the table's state; read no row and write nothing")
@@ -160,6 +162,8 @@ func (cfg config) validate(set map[string]bool) error {
 	switch {
 	case strings.TrimSpace(cfg.target) == "":
 		return errors.New("-target is empty: name a folder or a bucket URL (s3://, gs://, azblob://)")
+	case cfg.minPartRows < 0:
+		return fmt.Errorf("-min-partition-rows %d: want 0 (no minimum) or more", cfg.minPartRows)
 	case cfg.partitions < 1 || cfg.partitions > maxPartitions:
 		return fmt.Errorf("-partitions %d: want 1 to %d (each partition is one query and at least one file)", cfg.partitions, maxPartitions)
 	case demo && cfg.rows < 1:
@@ -289,6 +293,14 @@ func runOne(ctx context.Context, cfg config, table *delta.Table, stdout io.Write
 		fmt.Fprintf(stdout, "demo source: fake CDC database, table %s with %d rows (built in %s)\n", demoTable, cfg.rows, time.Since(start).Round(time.Millisecond))
 	}
 
+	_, findErr := table.FindSnapshot(ctx, cfg.instance)
+	reads := cfg.resnapshot || errors.Is(findErr, sink.ErrNotFound)
+	if reads || cfg.planOnly {
+		var err error
+		if cfg.partitions, err = fitPartitions(ctx, src, cfg, stdout); err != nil {
+			return err
+		}
+	}
 	if cfg.planOnly {
 		if err := printPlan(ctx, src, table, cfg, stdout); err != nil {
 			return err
@@ -304,7 +316,8 @@ func runOne(ctx context.Context, cfg config, table *delta.Table, stdout io.Write
 		return nil
 	}
 	partial := false
-	if _, err := table.FindSnapshot(ctx, cfg.instance); cfg.resnapshot || errors.Is(err, sink.ErrNotFound) {
+	if reads {
+		var err error
 		if partial, err = notePartial(ctx, table, cfg, stdout); err != nil {
 			return err
 		}

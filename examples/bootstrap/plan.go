@@ -81,7 +81,11 @@ func printPlan(ctx context.Context, src source.Source, table *delta.Table, cfg c
 		rows = "~" + groupDigits(p.EstimatedRows) + " rows by metadata"
 	}
 	w("plan", "%s (commit time %s), isolation %s", l0, formatTime(p.CommitTS), p.Isolation)
-	w("", "%s in %d %s partitions", rows, len(p.Ranges), p.Strategy)
+	noun := "partitions"
+	if len(p.Ranges) == 1 {
+		noun = "partition"
+	}
+	w("", "%s in %d %s %s", rows, len(p.Ranges), p.Strategy, noun)
 	if p.Reason != "" {
 		w("", "one range: %s", p.Reason)
 	}

@@ -67,7 +67,7 @@ func openTarget(ctx context.Context, target string, opts delta.Options) (table *
 	if _, err := table.Version(ctx); err != nil {
 		var corrupt *delta.CorruptLogError
 		if errors.As(err, &corrupt) {
-			err = fmt.Errorf("-target %s is not a Delta table, or its log is damaged (%w); nothing was written: move it away or choose another -target", target, err)
+			err = fmt.Errorf("%w; nothing was written: move it away or choose another -target", err)
 		}
 		done(err)
 		return nil, nil, err
@@ -149,4 +149,34 @@ func notePartial(ctx context.Context, table *delta.Table, cfg config, stdout io.
 		fmt.Fprintf(stdout, "partial:  %s; resuming it; -discard-partial starts over\n", what)
 	}
 	return true, nil
+}
+
+// defaultMinPartitionRows is -min-partition-rows: a partition is a query
+// and at least one data file, so one of a few thousand rows costs more
+// than it saves. Flink CDC's incremental snapshot reads chunks of 8,096
+// rows by default (scan.incremental.snapshot.chunk.size).
+const defaultMinPartitionRows = 10_000
+
+// fitPartitions lowers -partitions so that each holds at least
+// -min-partition-rows rows by the table's metadata row count (one
+// partition for a smaller table), saying so when it does. An unknown row
+// count keeps -partitions. It reads metadata only.
+func fitPartitions(ctx context.Context, src source.Source, cfg config, stdout io.Writer) (int, error) {
+	if cfg.minPartRows <= 0 || cfg.partitions == 1 {
+		return cfg.partitions, nil
+	}
+	ci, err := src.CaptureInstance(ctx, cfg.instance)
+	if err != nil {
+		return 0, err
+	}
+	n, err := src.RowCount(ctx, ci)
+	if err != nil || n < 0 {
+		return cfg.partitions, nil
+	}
+	fit := int(min(int64(cfg.partitions), max(1, n/cfg.minPartRows)))
+	if fit < cfg.partitions {
+		fmt.Fprintf(stdout, "partitions: %d, not %d: the table holds ~%s rows by metadata, and a partition gets at least %s (-min-partition-rows)\n",
+			fit, cfg.partitions, groupDigits(n), groupDigits(cfg.minPartRows))
+	}
+	return fit, nil
 }

@@ -84,7 +84,7 @@ func TestPlanOverSQLServer(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir() + "/bronze"
 	var out, errOut bytes.Buffer
-	code := runMain(t.Context(), []string{"-dsn", srv.DSN("cdcsnap"), "-capture-instance", "dbo_orders", "-target", dir, "-plan"}, &out, &errOut)
+	code := runMain(t.Context(), []string{"-dsn", srv.DSN("cdcsnap"), "-capture-instance", "dbo_orders", "-target", dir, "-min-partition-rows", "0", "-plan"}, &out, &errOut)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, &out, &errOut)
 	}

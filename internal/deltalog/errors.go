@@ -48,15 +48,22 @@ func (e *SchemaError) Error() string {
 // gap between commits, an unreadable action or checkpoint. sink/delta
 // names it for its users.
 type CorruptLogError struct {
+	// Table is the table's URL as given to Open ("" when not known).
+	Table string
 	// File is the log file at fault, relative to the table root, if known.
 	File string
 	// Err is the underlying problem.
 	Err error
 }
 
-// Error implements error.
+// Error implements error: the table, and that its _delta_log is not a
+// Delta log it can read (a folder that is no Delta table, or a damaged
+// one), first.
 func (e *CorruptLogError) Error() string {
-	return fmt.Sprintf("delta: log file %s: %v", e.File, e.Err)
+	if e.Table == "" {
+		return fmt.Sprintf("delta: log file %s: %v", e.File, e.Err)
+	}
+	return fmt.Sprintf("delta: table %s: not a Delta table, or a damaged one: log file %s: %v", e.Table, e.File, e.Err)
 }
 
 // Unwrap returns the wrapped error, for errors.Is and errors.As.

@@ -323,6 +323,15 @@ func (l *Log) ListKeys(ctx context.Context, prefix string, dirs bool) ([]string,
 // Load replays the log up to version upTo (-1: the latest), starting from
 // base when base's version is still reachable by JSON commits.
 func (l *Log) Load(ctx context.Context, base *State, upTo int64) (*State, error) {
+	s, err := l.load(ctx, base, upTo)
+	var corrupt *CorruptLogError
+	if errors.As(err, &corrupt) && corrupt.Table == "" {
+		corrupt.Table = l.URL
+	}
+	return s, err
+}
+
+func (l *Log) load(ctx context.Context, base *State, upTo int64) (*State, error) {
 	ls, err := l.list(ctx)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
@@ -66,13 +67,14 @@ func (l *Log) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 // reader takes for a commit or checkpoint.
 const localTempPattern = ".cdcsnap-*.tmp"
 
-// localTemp writes data to a synced temporary file in _delta_log.
+// localTemp writes data to a synced temporary file in _delta_log, which
+// becomes a commit or checkpoint by its link or rename.
 func (l *Log) localTemp(data []byte) (string, error) {
 	dir := filepath.Join(l.LocalRoot, "_delta_log")
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return "", err
 	}
-	tmp, err := os.CreateTemp(dir, localTempPattern)
+	tmp, err := createTemp(dir)
 	if err != nil {
 		return "", err
 	}
@@ -91,6 +93,26 @@ func (l *Log) localTemp(data []byte) (string, error) {
 		return "", err
 	}
 	return tmp.Name(), nil
+}
+
+// createTemp creates a new file named by localTempPattern in dir with
+// mode 0666 less the process's umask, as the data files gocloud.dev's
+// fileblob writes get (v0.49.0 blob/fileblob/fileblob.go, createTemp:
+// os.CreateTemp's 0600 would keep the log from every other user who may
+// read the table's data files: Spark, DuckDB, a person).
+func createTemp(dir string) (*os.File, error) {
+	for range 100 {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, err
+		}
+		name := filepath.Join(dir, strings.Replace(localTempPattern, "*", hex.EncodeToString(b[:]), 1))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if !errors.Is(err, os.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, fmt.Errorf("delta: no unused temporary file name in %s", dir)
 }
 
 // writeLogFile writes (or replaces) a log file other than a commit

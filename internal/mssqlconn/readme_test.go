@@ -16,21 +16,15 @@ import (
 
 	"github.com/microsoft/go-mssqldb/azuread"
 	"github.com/microsoft/go-mssqldb/msdsn"
+
+	"github.com/cdcsnap/cdcsnap/internal/testenv"
 )
 
 // readmeDSNs returns the DSN lines of README.md's "Against your SQL
 // Server" block (between the dsncheck markers; # lines are comments).
 func readmeDSNs(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, block, ok := strings.Cut(string(b), "<!-- dsncheck:begin -->")
-	block, _, ok2 := strings.Cut(block, "<!-- dsncheck:end -->")
-	if !ok || !ok2 {
-		t.Fatal("README.md lacks the dsncheck block")
-	}
+	block := testenv.READMEBlock(t, "dsncheck")
 	var dsns []string
 	for _, l := range strings.Split(block, "\n") {
 		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") && !strings.HasPrefix(l, "```") {

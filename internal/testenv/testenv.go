@@ -208,3 +208,20 @@ func moduleRoot(t testing.TB) string {
 		dir = parent
 	}
 }
+
+// READMEBlock returns the text of the module's README.md between
+// "<!-- name:begin -->" and "<!-- name:end -->", for tests that check what
+// README shows; it fails t when the block is missing.
+func READMEBlock(t testing.TB, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(moduleRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(b), "<!-- "+name+":begin -->")
+	block, _, ok2 := strings.Cut(block, "<!-- "+name+":end -->")
+	if !ok || !ok2 {
+		t.Fatalf("README.md lacks the <!-- %s:begin --> ... <!-- %s:end --> block", name, name)
+	}
+	return block
+}

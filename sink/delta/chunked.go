@@ -73,7 +73,7 @@ func validPlanID(id string) error {
 func chunkedPlanKey(planID string) string { return chunkedPlanDir + planID + ".json" }
 
 func chunkedAppID(info sink.Info, chunks int) string {
-	return fmt.Sprintf("%s%s/%s/%d/%d/%s", chunkedAppPrefix, url.PathEscape(info.CaptureInstance), info.LSN, info.CommitTS.UnixMicro(), chunks, info.PlanID)
+	return fmt.Sprintf("%s%s/%s/%d/%d/%s", chunkedAppPrefix, url.PathEscape(info.CaptureInstance), info.LSN, appIDMicros(info.CommitTS), chunks, info.PlanID)
 }
 
 func chunksAppID(planID string, end int) string {
@@ -105,7 +105,7 @@ func parseChunkedTxn(tx deltalog.Txn) (sink.Chunked, bool) {
 	if err1 != nil || err2 != nil || n < 1 {
 		return sink.Chunked{}, false
 	}
-	return sink.Chunked{CaptureInstance: ci, LSN: l, CommitTS: time.UnixMicro(ts).UTC(), PlanID: p[4], Chunks: n, Version: tx.Version}, true
+	return sink.Chunked{CaptureInstance: ci, LSN: l, CommitTS: appIDTime(ts), PlanID: p[4], Chunks: n, Version: tx.Version}, true
 }
 
 // chunkedOpens returns every open txn in s, decoded.
@@ -347,7 +347,7 @@ func (t *Table) OpenChunked(ctx context.Context, info sink.Info, chunks int, pla
 			return sink.Chunked{}, err
 		}
 	}
-	st := sink.Chunked{CaptureInstance: info.CaptureInstance, LSN: info.LSN, CommitTS: time.UnixMicro(info.CommitTS.UnixMicro()).UTC(),
+	st := sink.Chunked{CaptureInstance: info.CaptureInstance, LSN: info.LSN, CommitTS: appIDTime(appIDMicros(info.CommitTS)),
 		PlanID: info.PlanID, Chunks: chunks}
 	var found sink.Chunked
 	// check decides from s whether to open: errChunkedExists (found is

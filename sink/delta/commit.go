@@ -46,7 +46,31 @@ const maxCommitAttempts = 1000
 var errNoop = errors.New("delta: nothing to commit")
 
 func snapshotAppID(info sink.Info, rows int64) string {
-	return fmt.Sprintf("%s%s/%s/%d/%d", snapshotAppPrefix, url.PathEscape(info.CaptureInstance), info.LSN, info.CommitTS.UnixMicro(), rows)
+	return fmt.Sprintf("%s%s/%s/%d/%d", snapshotAppPrefix, url.PathEscape(info.CaptureInstance), info.LSN, appIDMicros(info.CommitTS), rows)
+}
+
+// goZeroMicros is Go's zero time in Unix microseconds, which appIds held
+// for a snapshot whose LSN had no commit time before 0 did.
+const goZeroMicros = -62135596800000000
+
+// appIDMicros is a commit time as an appId writes it: Unix microseconds,
+// 0 when the source has no time for the LSN (a new instance's start_lsn - 1
+// on a quiet database). A commit at exactly the Unix epoch, which no SQL
+// Server commit is, would read back as no time.
+func appIDMicros(ts time.Time) int64 {
+	if ts.IsZero() {
+		return 0
+	}
+	return ts.UnixMicro()
+}
+
+// appIDTime reads appIDMicros back: 0, and the Go zero time older appIds
+// hold, are no time (the zero time.Time).
+func appIDTime(us int64) time.Time {
+	if us == 0 || us == goZeroMicros {
+		return time.Time{}
+	}
+	return time.UnixMicro(us).UTC()
 }
 
 func changesAppID(ci string) string {
@@ -91,7 +115,7 @@ func parseSnapshotTxn(tx deltalog.Txn) (sink.Snapshot, bool) {
 	if err1 != nil || err2 != nil {
 		return sink.Snapshot{}, false
 	}
-	return sink.Snapshot{CaptureInstance: ci, LSN: l, CommitTS: time.UnixMicro(ts).UTC(), Version: tx.Version, Rows: rows}, true
+	return sink.Snapshot{CaptureInstance: ci, LSN: l, CommitTS: appIDTime(ts), Version: tx.Version, Rows: rows}, true
 }
 
 // findSnapshot returns the newest snapshot of ci (ignoring case) in s.
@@ -276,7 +300,7 @@ func (t *Table) CommitSnapshot(ctx context.Context, info sink.Info, parts []sink
 			return sink.Snapshot{}, &PartsError{Partition: p.Partition, Reason: fmt.Sprintf("its file %s is not in the table's folder (or has another size): removed by a VACUUM of uncommitted files?", missing)}
 		}
 	}
-	snap := sink.Snapshot{CaptureInstance: info.CaptureInstance, LSN: info.LSN, CommitTS: time.UnixMicro(info.CommitTS.UnixMicro()).UTC(), Rows: rows}
+	snap := sink.Snapshot{CaptureInstance: info.CaptureInstance, LSN: info.LSN, CommitTS: appIDTime(appIDMicros(info.CommitTS)), Rows: rows}
 	var existing sink.Snapshot
 	um, _ := json.Marshal(sink.NewUserMetadata(info))
 	v, err := t.commit(ctx, func(s *deltalog.State, v int64) ([]deltalog.Action, error) {

@@ -128,7 +128,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Table, error) {
 	burl := bucketURL(u)
 	b, err := blob.OpenBucket(ctx, burl)
 	if err != nil {
-		return nil, fmt.Errorf("delta: opening bucket for table %s: %w", rawURL, err)
+		return nil, withStoreHint(rawURL, fmt.Errorf("delta: opening bucket for table %s: %w", rawURL, err))
 	}
 	t := newTable(rawURL, b, "", opts)
 	t.ownBucket = true
@@ -150,6 +150,8 @@ func noDriverError(rawURL, scheme string) error {
 		imp = "gocloud.dev/blob/gcsblob"
 	case "azblob":
 		imp = "gocloud.dev/blob/azureblob"
+	case "abfss", "abfs", "wasbs", "wasb":
+		return adlsURLError(rawURL)
 	default:
 		return fmt.Errorf("delta: table %s: no gocloud.dev/blob driver is registered for %s://: import the driver of that store", rawURL, scheme)
 	}
@@ -221,7 +223,10 @@ func (t *Table) current(ctx context.Context) (*deltalog.State, error) {
 	t.mu.Unlock()
 	s, err := t.dlog.Load(ctx, base, -1)
 	if err != nil {
-		return nil, err
+		// The first operation on a table reads its log: where a store
+		// that is not set up (region, account, credentials, bucket)
+		// fails.
+		return nil, withStoreHint(t.url, err)
 	}
 	t.mu.Lock()
 	if t.cache == nil || s.Version >= t.cache.Version {

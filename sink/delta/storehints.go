@@ -1,0 +1,95 @@
+package delta
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// A storeHint is what fixes a store's refusal, found by a text its SDK's
+// error holds.
+type storeHint struct {
+	scheme string   // s3, gs or azblob
+	texts  []string // any of them in the error's text
+	hint   string
+}
+
+// storeHints, for the first store operations of a table (opening its
+// bucket, listing its log), where a store that is not set up fails. The
+// texts are the SDKs' own: seen in their errors (tests of package
+// alldrivers and reliability), or error codes the stores document (S3 API
+// Reference, "Error responses"; Azure Blob Storage, "Blob service error
+// codes").
+var storeHints = []storeHint{
+	{"s3", []string{"Invalid region", "region was not a valid DNS name"},
+		"S3 needs a region: add region=<region> to the URL (s3://bucket/path?region=eu-west-1), or set AWS_REGION"},
+	{"s3", []string{"get credentials:", "failed to refresh cached credentials", "NoCredentialProviders"},
+		"S3 found no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile (AWS_PROFILE, or profile= in the URL), or run with an IAM role"},
+	{"s3", []string{"InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken"},
+		"S3 refused the credentials: check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or the profile's), and AWS_SESSION_TOKEN for temporary ones"},
+	{"s3", []string{"AccessDenied"},
+		"the credentials may not use this bucket: allow s3:ListBucket on it and s3:GetObject, s3:PutObject and s3:DeleteObject on the table's prefix"},
+	{"s3", []string{"NoSuchBucket"},
+		"the bucket does not exist: create it, or check its name (and region= or endpoint= in the URL)"},
+	{"azblob", []string{"AccountName is required"},
+		"Azure needs the storage account: set AZURE_STORAGE_ACCOUNT, with AZURE_STORAGE_KEY, AZURE_STORAGE_SAS_TOKEN or Microsoft Entra ID credentials (or set AZURE_STORAGE_CONNECTION_STRING)"},
+	{"azblob", []string{"DefaultAzureCredential"},
+		"no Microsoft Entra ID credential was found: az login, a managed or workload identity, or AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET; or set AZURE_STORAGE_KEY"},
+	{"azblob", []string{"AuthenticationFailed"},
+		"Azure refused the credentials: check AZURE_STORAGE_KEY (or AZURE_STORAGE_SAS_TOKEN) against the account AZURE_STORAGE_ACCOUNT names"},
+	{"azblob", []string{"AuthorizationPermissionMismatch", "AuthorizationFailure"},
+		"the identity may not use this container: give it the Storage Blob Data Contributor role on it"},
+	{"azblob", []string{"ContainerNotFound"},
+		"the container does not exist: create it, or check its name (the URL's host) and AZURE_STORAGE_ACCOUNT"},
+	{"gs", []string{"could not find default credentials", "private key should be a PEM"},
+		"GCS found no usable credentials: set GOOGLE_APPLICATION_CREDENTIALS to a service account key file, run gcloud auth application-default login, or run with a service account on Google Cloud"},
+	{"gs", []string{"Error 403"},
+		"the credentials may not use this bucket: grant them roles/storage.objectAdmin on it"},
+	{"gs", []string{"bucket doesn't exist"},
+		"the bucket does not exist: create it, or check its name"},
+}
+
+// withStoreHint returns err with what fixes it first, when err is a
+// refusal of rawURL's store that storeHints knows; else err. The store's
+// own message stays, and errors.Is and errors.As see through.
+func withStoreHint(rawURL string, err error) error {
+	if err == nil {
+		return nil
+	}
+	u, perr := url.Parse(rawURL)
+	if perr != nil {
+		return err
+	}
+	msg := err.Error()
+	for _, h := range storeHints {
+		if h.scheme != u.Scheme {
+			continue
+		}
+		for _, text := range h.texts {
+			if strings.Contains(msg, text) {
+				return fmt.Errorf("delta: table %s: %s (the store said: %w)", rawURL, h.hint, err)
+			}
+		}
+	}
+	return err
+}
+
+// adlsURLError answers Spark's URL of an Azure storage account
+// (abfss://container@account.dfs.core.windows.net/path, or wasbs:// with
+// blob.core.windows.net), which no gocloud.dev driver takes, with the
+// azblob:// URL that reaches the same data through the Blob API (which
+// works on accounts with a hierarchical namespace: Microsoft,
+// "Multi-protocol access on Azure Data Lake Storage").
+func adlsURLError(rawURL string) error {
+	u, err := url.Parse(rawURL)
+	container, account := "<container>", "<account>"
+	if err == nil && u.User != nil && u.User.Username() != "" {
+		container = u.User.Username()
+		account, _, _ = strings.Cut(u.Hostname(), ".")
+	}
+	path := ""
+	if err == nil {
+		path = strings.TrimPrefix(u.Path, "/")
+	}
+	return fmt.Errorf("delta: table %s: that is Spark's URL of an Azure storage account; here it is azblob://%s/%s with AZURE_STORAGE_ACCOUNT=%s (and the import _ %q)", rawURL, container, path, account, "gocloud.dev/blob/azureblob")
+}
