@@ -362,7 +362,7 @@ func TestProgressAddsUp(t *testing.T) {
 		maxOn int
 	)
 	_, err := Bootstrap(context.Background(), newProbe(db), Options{Target: "mem://{capture_instance}", Open: newSinks(t).open, Tables: 3,
-		Snapshot: snapshot.Options{BatchRows: 2},
+		Snapshot: snapshot.Options{ReadOptions: snapshot.ReadOptions{BatchRows: 2}},
 		Progress: func(p Progress) {
 			if p.Rows < last.Rows || p.TablesDone < last.TablesDone {
 				t.Errorf("progress went back: %+v after %+v", p, last)

@@ -464,7 +464,7 @@ func TestReconcileKeylessReadSeesLaterInsert(t *testing.T) {
 		return err
 	})
 	var err error
-	if h.next, _, err = snapshot.Bootstrap(ctx, h.db, h.dst, snapshot.Options{CaptureInstance: heapCI, BatchRows: 4}); err != nil {
+	if h.next, _, err = snapshot.Bootstrap(ctx, h.db, h.dst, snapshot.Options{CaptureInstance: heapCI, ReadOptions: snapshot.ReadOptions{BatchRows: 4}}); err != nil {
 		t.Fatal(err)
 	}
 	h.db.SetPageHook(nil)

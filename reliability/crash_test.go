@@ -194,7 +194,7 @@ func crashOnce(t *testing.T, r *rand.Rand, cc crashCase, c int) (fired, passed b
 		}
 		return nil
 	})
-	opts := snapshot.Options{CaptureInstance: w.CI, Partitions: 1 + r.IntN(6), Parallelism: 1 + r.IntN(3), BatchRows: 1 + r.IntN(25)}
+	opts := snapshot.Options{CaptureInstance: w.CI, Partitions: 1 + r.IntN(6), Parallelism: 1 + r.IntN(3), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(25)}}
 	tb1 := open()
 	res1, err1 := snapshot.Take(ctx1, w.DB, tb1, opts)
 	first, read := rw.atFirstPage()

@@ -84,7 +84,7 @@ func TestCredentialsNeverLeak(t *testing.T) {
 		}
 		t.Logf("%s: %v", name, err)
 		ms := fake.NewMemSink()
-		_, err = snapshot.Take(ctx, src, ms, snapshot.Options{CaptureInstance: "dbo_orders", Logger: logger})
+		_, err = snapshot.Take(ctx, src, ms, snapshot.Options{CaptureInstance: "dbo_orders", RunOptions: snapshot.RunOptions{Logger: logger}})
 		if err == nil {
 			t.Errorf("%s: Take against a closed port succeeded", name)
 		} else if leaks(err.Error(), secret) {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"go.opentelemetry.io/otel/metric"
 
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/lsn"
@@ -62,18 +61,14 @@ type BackfillOptions struct {
 	// WaveChunks.
 	Parallelism int
 
-	// Isolation is the read's (and the seeks') isolation level; zero is
-	// READ COMMITTED.
-	Isolation source.Isolation
+	// ReadOptions are how the source is read: isolation (of the reads
+	// and the seeks), batch size, read-ahead.
+	ReadOptions
 
-	// BatchRows caps the rows per record batch; zero means the source's
-	// default.
-	BatchRows int
-
-	// ReadAhead is as in Options: batches each chunk reads ahead of its
-	// writer; zero means 2, negative reads in step. It and BatchRows apply
-	// to this run, also when it resumes an open chunked snapshot.
-	ReadAhead int
+	// RunOptions limit the read's rate, this call's chunks together, and
+	// say where the snapshot reports: RowsPerSecond, Limiter,
+	// MeterProvider, Logger.
+	RunOptions
 
 	// Resnapshot opens a new chunked snapshot even when the sink holds one
 	// of the instance, open or complete (recovery after
@@ -85,20 +80,6 @@ type BackfillOptions struct {
 	// is complete. A caller that interleaves waves with stream polls runs
 	// one at a time.
 	MaxWaves int
-
-	// RowsPerSecond and Limiter limit the rows read per second, as in
-	// Options: this call's chunks together, and a budget shared with other
-	// snapshots. Zero and nil mean no limit.
-	RowsPerSecond int
-	Limiter       Limiter
-
-	// MeterProvider receives metrics as in Options, recorded per chunk
-	// (MetricPartitions counts chunks) and per wave's commit; a call ends
-	// as one MetricTables outcome. Nil records none.
-	MeterProvider metric.MeterProvider
-
-	// Logger receives decisions and progress. Nil is silent.
-	Logger *slog.Logger
 
 	// Progress, when set, is called after every record batch written and
 	// after every wave's commit, one call at a time. It must return quickly.
@@ -123,22 +104,9 @@ type BackfillProgress struct {
 // BackfillPlan is a chunked snapshot's plan, stored durably in the sink
 // (as JSON) when the snapshot opens, so a rerun resumes it unchanged.
 type BackfillPlan struct {
-	// ID identifies the chunked snapshot (sink.Chunked.PlanID).
-	ID string `json:"id"`
-	// CaptureInstance is the name as the options gave it.
-	CaptureInstance string `json:"capture_instance"`
-	// Instance is the resolved capture instance.
-	Instance source.CaptureInstance `json:"instance"`
-	// LSN is S, recorded before any row was read.
-	LSN lsn.LSN `json:"lsn"`
-	// MaxLSN is sys.fn_cdc_get_max_lsn() as read when S was recorded, as
-	// Plan.MaxLSN: a chunk whose wave is stamped S asks for a database at
-	// least that recent (source.ReadOptions.NotBefore), one stamped above
-	// S (the max LSN its wave read) for its stamp. Zero checks nothing in
-	// the first case.
-	MaxLSN lsn.LSN `json:"max_lsn,omitzero"`
-	// CommitTS is the commit time of S.
-	CommitTS time.Time `json:"commit_ts"`
+	// PlanHeader is the chunked snapshot (ID is sink.Chunked.PlanID), its
+	// instance and its LSN S.
+	PlanHeader
 	// Strategy is "keyset" or "single"; Reason says why the table is one
 	// chunk, when it is.
 	Strategy string `json:"strategy"`
@@ -154,10 +122,8 @@ type BackfillPlan struct {
 	EstimatedRows int64 `json:"estimated_rows"`
 	// WaveChunks is the chunks per wave.
 	WaveChunks int `json:"wave_chunks"`
-	// Isolation, BatchRows and ReadAhead are the read options.
-	Isolation source.Isolation `json:"isolation"`
-	BatchRows int              `json:"batch_rows,omitempty"`
-	ReadAhead int              `json:"read_ahead,omitempty"`
+	// ReadOptions are the read options.
+	ReadOptions
 }
 
 // Info returns what a sink needs to know of the chunked snapshot's writes:
@@ -433,18 +399,18 @@ func newBackfillPlan(ctx context.Context, src source.Source, opts BackfillOption
 	}
 	ci, s := o.ci, o.lsn
 	plan := &BackfillPlan{
-		ID:              o.id,
-		CaptureInstance: opts.CaptureInstance,
-		Instance:        *ci,
-		LSN:             s,
-		MaxLSN:          o.maxLSN,
-		CommitTS:        o.commitTS,
-		ChunkRows:       opts.ChunkRows,
-		EstimatedRows:   o.estimatedRows,
-		WaveChunks:      opts.WaveChunks,
-		Isolation:       opts.Isolation,
-		BatchRows:       opts.BatchRows,
-		ReadAhead:       opts.ReadAhead,
+		PlanHeader: PlanHeader{
+			ID:              o.id,
+			CaptureInstance: opts.CaptureInstance,
+			Instance:        *ci,
+			LSN:             s,
+			MaxLSN:          o.maxLSN,
+			CommitTS:        o.commitTS,
+		},
+		ChunkRows:     opts.ChunkRows,
+		EstimatedRows: o.estimatedRows,
+		WaveChunks:    opts.WaveChunks,
+		ReadOptions:   opts.ReadOptions,
 	}
 	if err := planChunks(ctx, src, ci, plan, opts); err != nil {
 		return nil, fmt.Errorf("backfill %q: planning chunks: %w", opts.CaptureInstance, err)

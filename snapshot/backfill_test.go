@@ -100,7 +100,7 @@ func TestBackfillConverges(t *testing.T) {
 		stop := w.ChangeBetweenPages(t, rand.New(rand.NewPCG(r.Uint64(), 12)), r.IntN(3))
 		dst := fake.NewMemSink()
 		opts := snapshot.BackfillOptions{
-			CaptureInstance: w.CI, WaveChunks: 1 + r.IntN(4), Parallelism: 1 + r.IntN(3), BatchRows: 1 + r.IntN(15), MaxWaves: 1 + r.IntN(2),
+			CaptureInstance: w.CI, WaveChunks: 1 + r.IntN(4), Parallelism: 1 + r.IntN(3), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(15)}, MaxWaves: 1 + r.IntN(2),
 		}
 		if r.IntN(2) == 0 {
 			opts.ChunkRows = 1 + r.Int64N(40)
@@ -175,7 +175,7 @@ func TestBackfillCrashResume(t *testing.T) {
 		sh := shapes()[r.IntN(len(shapes()))]
 		w := testworld.New(t, r, sh, 20+r.IntN(150))
 		dst := fake.NewMemSink()
-		opts := snapshot.BackfillOptions{CaptureInstance: w.CI, ChunkRows: 1 + r.Int64N(30), WaveChunks: 1 + r.IntN(3), BatchRows: 1 + r.IntN(10)}
+		opts := snapshot.BackfillOptions{CaptureInstance: w.CI, ChunkRows: 1 + r.Int64N(30), WaveChunks: 1 + r.IntN(3), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(10)}}
 		from, _, err := snapshot.BootstrapBackfill(ctx, w.DB, dst, opts)
 		if err != nil {
 			t.Fatal(err)

@@ -32,7 +32,7 @@ func ExampleLimiter() {
 		go func() {
 			dst := fake.NewMemSink()
 			defer dst.Close()
-			res, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: ci, Limiter: shared, RowsPerSecond: 50_000})
+			res, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: ci, RunOptions: snapshot.RunOptions{Limiter: shared, RowsPerSecond: 50_000}})
 			if err != nil {
 				done <- err.Error()
 				return
@@ -59,7 +59,7 @@ func ExampleOptions_meterProvider() {
 	defer mp.Shutdown(ctx)
 	dst := fake.NewMemSink()
 	defer dst.Close()
-	if _, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_orders", Partitions: 2, MeterProvider: mp}); err != nil {
+	if _, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_orders", Partitions: 2, RunOptions: snapshot.RunOptions{MeterProvider: mp}}); err != nil {
 		fmt.Println(err)
 		return
 	}

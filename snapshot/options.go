@@ -53,25 +53,13 @@ type Options struct {
 	// row group.
 	Parallelism int
 
-	// Isolation is the read's isolation level; zero is READ COMMITTED.
-	// Whatever it is, every partition read also asks the source for a
-	// database at least as recent as the plan's max LSN (Plan.MaxLSN), so
-	// a read on a readable secondary that is behind fails with
-	// source.ErrReplicaBehind instead of reading older rows (see "Reading
-	// from a readable secondary" in the package doc).
-	Isolation source.Isolation
+	// ReadOptions are how the source is read: isolation, batch size,
+	// read-ahead.
+	ReadOptions
 
-	// BatchRows caps the rows per record batch; zero means the source's
-	// default.
-	BatchRows int
-
-	// ReadAhead is how many record batches each partition reads ahead of
-	// its writer, on a goroutine of its own, so the source's read overlaps
-	// with Parquet encoding. Zero means 2; a negative value reads in step
-	// with the writer; above 1024 is refused. A partition in flight holds
-	// up to ReadAhead+1 batches besides the one being written (the
-	// goroutine holds one while it waits to hand it over).
-	ReadAhead int
+	// RunOptions limit the read's rate and say where the snapshot reports:
+	// RowsPerSecond, Limiter, MeterProvider, Logger.
+	RunOptions
 
 	// Resnapshot takes a new snapshot even when the sink already holds one
 	// of the capture instance (recovery after source.ErrDataLoss). For an
@@ -96,18 +84,58 @@ type Options struct {
 	// same checks). Ignored when ResumeWithin is negative.
 	DiscardPartial bool
 
-	// RowsPerSecond caps the rows this snapshot reads from the source per
-	// second, all its partitions together; zero means no limit, negative
-	// is refused. Each batch's rows are paid for as it arrives, before it
-	// is handed on (with read-ahead, the reading goroutine waits, so the
-	// source is read no faster), so the rate holds from the first row over
-	// any stretch longer than a batch. Waits end when ctx is done. It
-	// limits this call only: Execute, called alone by a fan-out worker,
-	// reads unthrottled. A paused read keeps its statement open: under
-	// locking READ COMMITTED the server may hold the lock of the row or
-	// page it stopped at, and under SNAPSHOT the version store keeps its
-	// versions, for as long as the pause lasts (not measured on a server
-	// here); a database with READ_COMMITTED_SNAPSHOT on takes no such lock.
+	// Progress, when set, is called after every record batch written, one
+	// call at a time. It must return quickly.
+	Progress func(Progress)
+}
+
+// ReadOptions are how a snapshot reads the source, whole (Options) or
+// chunked (BackfillOptions); its plan (Plan, BackfillPlan) records them,
+// so a resumed or fanned-out read reads the same way. The zero value
+// reads under READ COMMITTED, in the source's default batch size, two
+// batches ahead of the writer.
+type ReadOptions struct {
+	// Isolation is the read's (and a chunked snapshot's seeks') isolation
+	// level; zero is READ COMMITTED. Whatever it is, every partition or
+	// chunk read also asks the source for a database at least as recent as
+	// the plan's max LSN (PlanHeader.MaxLSN), so a read on a readable
+	// secondary that is behind fails with source.ErrReplicaBehind instead
+	// of reading older rows (see "Reading from a readable secondary" in
+	// the package doc).
+	Isolation source.Isolation `json:"isolation"`
+
+	// BatchRows caps the rows per record batch; zero means the source's
+	// default.
+	BatchRows int `json:"batch_rows,omitempty"`
+
+	// ReadAhead is how many record batches each partition (or chunk)
+	// reads ahead of its writer, on a goroutine of its own, so the
+	// source's read overlaps with Parquet encoding. Zero means 2; a
+	// negative value reads in step with the writer; above 1024 is refused.
+	// A partition in flight holds up to ReadAhead+1 batches besides the
+	// one being written (the goroutine holds one while it waits to hand it
+	// over). For a chunked snapshot it and BatchRows apply to this run,
+	// also when it resumes an open one.
+	ReadAhead int `json:"read_ahead,omitempty"`
+}
+
+// RunOptions limit how fast a snapshot, whole (Options) or chunked
+// (BackfillOptions), reads the source, and say where it reports. The
+// zero value reads at full speed, records no metrics and logs nothing.
+type RunOptions struct {
+	// RowsPerSecond caps the rows this call reads from the source per
+	// second, all its partitions (or a wave's chunks) together; zero means
+	// no limit, negative is refused. Each batch's rows are paid for as it
+	// arrives, before it is handed on (with read-ahead, the reading
+	// goroutine waits, so the source is read no faster), so the rate holds
+	// from the first row over any stretch longer than a batch. Waits end
+	// when ctx is done. It limits this call only: Execute, called alone by
+	// a fan-out worker, reads unthrottled. A paused read keeps its
+	// statement open: under locking READ COMMITTED the server may hold the
+	// lock of the row or page it stopped at, and under SNAPSHOT the
+	// version store keeps its versions, for as long as the pause lasts
+	// (not measured on a server here); a database with
+	// READ_COMMITTED_SNAPSHOT on takes no such lock.
 	RowsPerSecond int
 
 	// Limiter, when set, is a rows-per-second budget shared by every
@@ -121,16 +149,14 @@ type Options struct {
 
 	// MeterProvider receives the snapshot's metrics through
 	// OpenTelemetry's metric API (names, units and attributes in the
-	// package doc, Metrics). Nil records none.
+	// package doc, Metrics); a chunked snapshot records them per chunk
+	// (MetricPartitions counts chunks) and per wave's commit, and a call
+	// ends as one MetricTables outcome. Nil records none.
 	MeterProvider metric.MeterProvider
 
 	// Logger receives progress and decisions (the partition strategy and
 	// why). Nil is silent.
 	Logger *slog.Logger
-
-	// Progress, when set, is called after every record batch written, one
-	// call at a time. It must return quickly.
-	Progress func(Progress)
 }
 
 // Progress reports how far a snapshot has come.

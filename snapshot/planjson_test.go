@@ -49,19 +49,23 @@ func goldenPlans(t *testing.T) map[string]any {
 	commitTS := time.Date(2026, 1, 2, 3, 4, 5, 678900000, time.UTC)
 	return map[string]any{
 		"plan.json": &Plan{
-			ID: "5f0c2a9e-1b7d-4c11-9a3e-2d8f6b7c9e01", CaptureInstance: "dbo_Orders", Instance: planInstance(t),
-			LSN: mustParseLSN(t, "0x0000002A00000F380010"), MaxLSN: mustParseLSN(t, "0x0000002A00000F38000F"), CommitTS: commitTS,
+			PlanHeader: PlanHeader{
+				ID: "5f0c2a9e-1b7d-4c11-9a3e-2d8f6b7c9e01", CaptureInstance: "dbo_Orders", Instance: planInstance(t),
+				LSN: mustParseLSN(t, "0x0000002A00000F380010"), MaxLSN: mustParseLSN(t, "0x0000002A00000F38000F"), CommitTS: commitTS,
+			},
 			SplitColumn: "id", Strategy: "uniform", Reason: "a reason", Warnings: []string{"a warning"}, Ranges: ranges,
 			EstimatedRows: 1000, Replaces: mustParseLSN(t, "0x0000002A00000F380002"),
-			Isolation: source.Snapshot, BatchRows: 4096, ReadAhead: 3,
-			Recorded: true, Expires: commitTS.Add(6 * 24 * time.Hour),
+			ReadOptions: ReadOptions{Isolation: source.Snapshot, BatchRows: 4096, ReadAhead: 3},
+			Recorded:    true, Expires: commitTS.Add(6 * 24 * time.Hour),
 		},
 		"backfill-plan.json": &BackfillPlan{
-			ID: "9a1b2c3d-4e5f-4a6b-8c7d-0e1f2a3b4c5d", CaptureInstance: "dbo_Orders", Instance: planInstance(t),
-			LSN: mustParseLSN(t, "0x0000002A00000F380010"), MaxLSN: mustParseLSN(t, "0x0000002A00000F38000F"), CommitTS: commitTS,
+			PlanHeader: PlanHeader{
+				ID: "9a1b2c3d-4e5f-4a6b-8c7d-0e1f2a3b4c5d", CaptureInstance: "dbo_Orders", Instance: planInstance(t),
+				LSN: mustParseLSN(t, "0x0000002A00000F380010"), MaxLSN: mustParseLSN(t, "0x0000002A00000F38000F"), CommitTS: commitTS,
+			},
 			Strategy: "keyset", Reason: "a reason", Warnings: []string{"a warning"}, Ranges: ranges,
 			ChunkRows: 500, EstimatedRows: 1000, WaveChunks: 2,
-			Isolation: source.Snapshot, BatchRows: 4096, ReadAhead: 3,
+			ReadOptions: ReadOptions{Isolation: source.Snapshot, BatchRows: 4096, ReadAhead: 3},
 		},
 	}
 }

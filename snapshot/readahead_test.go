@@ -253,7 +253,7 @@ func TestReadAheadOptions(t *testing.T) {
 	}
 	for _, depth := range []int{-1, 0, 1, 3, maxReadAhead} {
 		dst := fake.NewMemSink()
-		res, err := Take(ctx, db, dst, Options{CaptureInstance: "dbo_t", Partitions: 4, BatchRows: 64, ReadAhead: depth})
+		res, err := Take(ctx, db, dst, Options{CaptureInstance: "dbo_t", Partitions: 4, ReadOptions: ReadOptions{BatchRows: 64, ReadAhead: depth}})
 		if err != nil {
 			t.Fatalf("ReadAhead %d: %v", depth, err)
 		}
@@ -275,10 +275,10 @@ func TestReadAheadOptions(t *testing.T) {
 
 	dst := fake.NewMemSink()
 	defer dst.Close()
-	if _, err := Take(ctx, db, dst, Options{CaptureInstance: "dbo_t", ReadAhead: maxReadAhead + 1}); !errors.Is(err, ErrInvalidOptions) {
+	if _, err := Take(ctx, db, dst, Options{CaptureInstance: "dbo_t", ReadOptions: ReadOptions{ReadAhead: maxReadAhead + 1}}); !errors.Is(err, ErrInvalidOptions) {
 		t.Errorf("Take with ReadAhead %d: %v, want ErrInvalidOptions", maxReadAhead+1, err)
 	}
-	if _, err := Backfill(ctx, db, dst, BackfillOptions{CaptureInstance: "dbo_t", ReadAhead: maxReadAhead + 1}); !errors.Is(err, ErrInvalidOptions) {
+	if _, err := Backfill(ctx, db, dst, BackfillOptions{CaptureInstance: "dbo_t", ReadOptions: ReadOptions{ReadAhead: maxReadAhead + 1}}); !errors.Is(err, ErrInvalidOptions) {
 		t.Errorf("Backfill with ReadAhead %d: %v, want ErrInvalidOptions", maxReadAhead+1, err)
 	}
 	plan, err := NewPlan(ctx, db, Options{CaptureInstance: "dbo_t", Partitions: 2})
@@ -328,12 +328,12 @@ func TestReadAheadEndedUnseen(t *testing.T) {
 // snapshot reads with this run's ReadAhead and BatchRows, not the stored
 // plan's (a rerun after running out of memory lowers them).
 func TestBackfillResumeTakesThisRunsReadOptions(t *testing.T) {
-	stored := BackfillPlan{ID: "p1", CaptureInstance: "dbo_t", Ranges: make([]keyrange.Range, 3), WaveChunks: 1, ReadAhead: 1000, BatchRows: 100000}
+	stored := BackfillPlan{PlanHeader: PlanHeader{ID: "p1", CaptureInstance: "dbo_t"}, ReadOptions: ReadOptions{ReadAhead: 1000, BatchRows: 100000}, Ranges: make([]keyrange.Range, 3), WaveChunks: 1}
 	raw, err := json.Marshal(stored)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, err := BackfillOptions{CaptureInstance: "dbo_t", ReadAhead: -1, BatchRows: 512}.withDefaults()
+	opts, err := BackfillOptions{CaptureInstance: "dbo_t", ReadOptions: ReadOptions{ReadAhead: -1, BatchRows: 512}}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func TestReplicaBehindRefusesAndResumes(t *testing.T) {
 	tested := 0
 	for _, sh := range shapes() {
 		w := testworld.New(t, r, sh, 200)
-		opts := snapshot.Options{CaptureInstance: w.CI, Partitions: 4, Parallelism: 1, BatchRows: 10}
+		opts := snapshot.Options{CaptureInstance: w.CI, Partitions: 4, Parallelism: 1, ReadOptions: snapshot.ReadOptions{BatchRows: 10}}
 		probe, err := snapshot.NewPlan(ctx, w.DB, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -178,7 +178,7 @@ func TestBackfillChunksCheckTheReplica(t *testing.T) {
 	r := rand.New(rand.NewPCG(testworld.Seed(t, *seedFlag), 57))
 	ctx := context.Background()
 	w := testworld.New(t, r, shapes()[r.IntN(len(shapes()))], 100)
-	opts := snapshot.BackfillOptions{CaptureInstance: w.CI, ChunkRows: 20, WaveChunks: 2, BatchRows: 7}
+	opts := snapshot.BackfillOptions{CaptureInstance: w.CI, ChunkRows: 20, WaveChunks: 2, ReadOptions: snapshot.ReadOptions{BatchRows: 7}}
 	dst := fake.NewMemSink()
 	defer dst.Close()
 	from, _, err := snapshot.BootstrapBackfill(ctx, w.DB, dst, opts)

@@ -171,30 +171,9 @@ func (r Result) StreamFrom() (lsn.LSN, error) { return r.LSN.Next() }
 // Plan is everything the workers of one snapshot share. It is JSON so it
 // can be shipped to other processes; Execute and Commit need nothing else.
 type Plan struct {
-	// ID identifies the plan; parts written for another plan are refused.
-	ID string `json:"id"`
-	// CaptureInstance is the name as the options gave it.
-	CaptureInstance string `json:"capture_instance"`
-	// Instance is the resolved capture instance (its stored name, columns
-	// and key).
-	Instance source.CaptureInstance `json:"instance"`
-	// LSN is L0, recorded before any row was read.
-	LSN lsn.LSN `json:"lsn"`
-	// MaxLSN is sys.fn_cdc_get_max_lsn() as read when LSN was recorded:
-	// LSN itself, or below it when LSN is a new instance's start_lsn - 1
-	// (a quiet database, whose max LSN stays below that). Every partition
-	// read asks for a database at least that recent
-	// (source.ReadOptions.NotBefore), so a read that lands on a readable
-	// secondary whose redo is behind it fails with source.ErrReplicaBehind
-	// instead of reading rows older than LSN, which the stream, starting
-	// after LSN, would never correct; a rerun resumes once the replica
-	// has caught up. LSN is never checked itself: on a quiet database no
-	// replica reaches it. Zero, in a plan written before it was recorded
-	// or when nothing was captured yet, checks nothing. A resumed plan
-	// keeps its own.
-	MaxLSN lsn.LSN `json:"max_lsn,omitzero"`
-	// CommitTS is the commit time of LSN.
-	CommitTS time.Time `json:"commit_ts"`
+	// PlanHeader is the plan (parts written for another plan ID are
+	// refused), its instance and its LSN L0.
+	PlanHeader
 	// SplitColumn is Options.SplitColumn: when set, Instance is the
 	// resolved instance's SplitOn copy, whose Key is this one column and
 	// whose KeyIndex is the index that seeks on it, and Ranges cut it.
@@ -213,10 +192,8 @@ type Plan struct {
 	// Replaces is the LSN of the snapshot a resnapshot replaces (zero when
 	// the sink held none when the plan was made); see sink.Info.Replaces.
 	Replaces lsn.LSN `json:"replaces"`
-	// Isolation, BatchRows and ReadAhead are the read options.
-	Isolation source.Isolation `json:"isolation"`
-	BatchRows int              `json:"batch_rows,omitempty"`
-	ReadAhead int              `json:"read_ahead,omitempty"`
+	// ReadOptions are the read options.
+	ReadOptions
 	// Recorded is true when the plan is recorded with the sink as a partial
 	// snapshot (Prepare): Execute then records each finished partition's
 	// part with it (sink.PartialSink), so a rerun resumes.
@@ -228,6 +205,38 @@ type Plan struct {
 	Expires time.Time `json:"expires,omitzero"`
 
 	keyless bool // the instance has no unique key (before any SplitOn)
+}
+
+// PlanHeader is what a plan, whole (Plan) or chunked (BackfillPlan),
+// starts with: which snapshot it is and the LSN it is stamped with. Its
+// fields keep their place in the plan's JSON.
+type PlanHeader struct {
+	// ID identifies the plan (a UUID).
+	ID string `json:"id"`
+	// CaptureInstance is the name as the options gave it.
+	CaptureInstance string `json:"capture_instance"`
+	// Instance is the resolved capture instance (its stored name, columns
+	// and key).
+	Instance source.CaptureInstance `json:"instance"`
+	// LSN is the snapshot's LSN (L0 of a whole snapshot, S of a chunked
+	// one), recorded before any row was read.
+	LSN lsn.LSN `json:"lsn"`
+	// MaxLSN is sys.fn_cdc_get_max_lsn() as read when LSN was recorded:
+	// LSN itself, or below it when LSN is a new instance's start_lsn - 1
+	// (a quiet database, whose max LSN stays below that). Every partition
+	// read asks for a database at least that recent
+	// (source.ReadOptions.NotBefore), so a read that lands on a readable
+	// secondary whose redo is behind it fails with source.ErrReplicaBehind
+	// instead of reading rows older than LSN, which the stream, starting
+	// after LSN, would never correct; a rerun resumes once the replica
+	// has caught up. LSN is never checked itself: on a quiet database no
+	// replica reaches it. A chunk whose wave is stamped above S (the max
+	// LSN its wave read) asks for its stamp instead. Zero, in a plan
+	// written before it was recorded or when nothing was captured yet,
+	// checks nothing. A resumed plan keeps its own.
+	MaxLSN lsn.LSN `json:"max_lsn,omitzero"`
+	// CommitTS is the commit time of LSN.
+	CommitTS time.Time `json:"commit_ts"`
 }
 
 // Take takes a whole snapshot of opts.CaptureInstance from src into dst,
@@ -336,18 +345,18 @@ func newPlan(ctx context.Context, src source.Source, opts Options, check func(*a
 	}
 	ci, l0 := o.ci, o.lsn
 	plan := &Plan{
-		ID:              o.id,
-		CaptureInstance: opts.CaptureInstance,
-		Instance:        *ci,
-		SplitColumn:     opts.SplitColumn,
-		LSN:             l0,
-		MaxLSN:          o.maxLSN,
-		CommitTS:        o.commitTS,
-		Isolation:       opts.Isolation,
-		BatchRows:       opts.BatchRows,
-		ReadAhead:       opts.ReadAhead,
-		EstimatedRows:   o.estimatedRows,
-		keyless:         o.keyless,
+		PlanHeader: PlanHeader{
+			ID:              o.id,
+			CaptureInstance: opts.CaptureInstance,
+			Instance:        *ci,
+			LSN:             l0,
+			MaxLSN:          o.maxLSN,
+			CommitTS:        o.commitTS,
+		},
+		SplitColumn:   opts.SplitColumn,
+		EstimatedRows: o.estimatedRows,
+		ReadOptions:   opts.ReadOptions,
+		keyless:       o.keyless,
 	}
 	if err := planRanges(ctx, src, ci, plan, opts); err != nil {
 		return nil, fmt.Errorf("snapshot %q: planning partitions: %w", opts.CaptureInstance, err)

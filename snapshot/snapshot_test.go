@@ -74,7 +74,7 @@ func TestTakeEveryRowOnce(t *testing.T) {
 		parts := 1 + r.IntN(12)
 		dst := fake.NewMemSink()
 		w.DB.ResetStats()
-		res, err := snapshot.Take(ctx, w.DB, dst, snapshot.Options{CaptureInstance: w.CI, Partitions: parts, Parallelism: 1 + r.IntN(4), BatchRows: 1 + r.IntN(20)})
+		res, err := snapshot.Take(ctx, w.DB, dst, snapshot.Options{CaptureInstance: w.CI, Partitions: parts, Parallelism: 1 + r.IntN(4), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(20)}})
 		if err != nil {
 			t.Fatalf("case %d (%s, %d rows, %d partitions): %v", c, sh.Name, len(w.Keys), parts, err)
 		}
@@ -126,7 +126,7 @@ func TestBootstrapConverges(t *testing.T) {
 			iso = source.Snapshot
 		}
 		from, res, err := snapshot.Bootstrap(ctx, w.DB, dst, snapshot.Options{
-			CaptureInstance: w.CI, Partitions: 1 + r.IntN(10), Parallelism: 1 + r.IntN(3), BatchRows: 1 + r.IntN(15), Isolation: iso,
+			CaptureInstance: w.CI, Partitions: 1 + r.IntN(10), Parallelism: 1 + r.IntN(3), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(15), Isolation: iso},
 		})
 		stop()
 		if err != nil {
@@ -372,7 +372,7 @@ func TestFailureCommitsNothing(t *testing.T) {
 	defer dst.Close()
 	boom := errors.New("connection reset")
 	db.FailReadAfter(230, boom)
-	_, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 4, BatchRows: 50})
+	_, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 4, ReadOptions: snapshot.ReadOptions{BatchRows: 50}})
 	if !errors.Is(err, boom) {
 		t.Fatalf("got %v, want the read failure", err)
 	}
@@ -402,7 +402,7 @@ func TestCanceledContextCommitsNothing(t *testing.T) {
 	defer dst.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	db.SetPageHook(func(context.Context, fake.Page) error { cancel(); return nil })
-	_, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 3, BatchRows: 10})
+	_, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 3, ReadOptions: snapshot.ReadOptions{BatchRows: 10}})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
@@ -420,10 +420,10 @@ func TestInvalidOptions(t *testing.T) {
 		{},
 		{CaptureInstance: "dbo_Orders", Partitions: -1},
 		{CaptureInstance: "dbo_Orders", Parallelism: -1},
-		{CaptureInstance: "dbo_Orders", BatchRows: -1},
-		{CaptureInstance: "dbo_Orders", Isolation: 7},
-		{CaptureInstance: "dbo_Orders", ReadAhead: 1 << 20},
-		{CaptureInstance: "dbo_Orders", RowsPerSecond: -1},
+		{CaptureInstance: "dbo_Orders", ReadOptions: snapshot.ReadOptions{BatchRows: -1}},
+		{CaptureInstance: "dbo_Orders", ReadOptions: snapshot.ReadOptions{Isolation: 7}},
+		{CaptureInstance: "dbo_Orders", ReadOptions: snapshot.ReadOptions{ReadAhead: 1 << 20}},
+		{CaptureInstance: "dbo_Orders", RunOptions: snapshot.RunOptions{RowsPerSecond: -1}},
 	} {
 		if err := o.Validate(); !errors.Is(err, snapshot.ErrInvalidOptions) {
 			t.Errorf("Validate %+v: got %v, want ErrInvalidOptions", o, err)
@@ -436,7 +436,7 @@ func TestInvalidOptions(t *testing.T) {
 		db.ClearFaults()
 		dst.Close()
 	}
-	for _, o := range []snapshot.Options{{CaptureInstance: "dbo_Orders"}, {CaptureInstance: "x", ReadAhead: -1, Isolation: source.Snapshot, SplitColumn: "nope"}} {
+	for _, o := range []snapshot.Options{{CaptureInstance: "dbo_Orders"}, {CaptureInstance: "x", ReadOptions: snapshot.ReadOptions{ReadAhead: -1, Isolation: source.Snapshot}, SplitColumn: "nope"}} {
 		if err := o.Validate(); err != nil {
 			t.Errorf("Validate %+v: %v", o, err)
 		}

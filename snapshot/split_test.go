@@ -106,7 +106,7 @@ func TestSplitColumnEveryRowOnce(t *testing.T) {
 		db := splitTable(t, r, n, keyless, r.IntN(2) == 0)
 		split := []string{"grp", "name"}[r.IntN(2)]
 		opts := snapshot.Options{CaptureInstance: "dbo_t", SplitColumn: split, Partitions: 1 + r.IntN(8),
-			Parallelism: 1 + r.IntN(3), BatchRows: 1 + r.IntN(20), ReadAhead: r.IntN(3) - 1}
+			Parallelism: 1 + r.IntN(3), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(20), ReadAhead: r.IntN(3) - 1}}
 		what := fmt.Sprintf("case %d (%d rows, keyless %v, split on %s, %d partitions)", c, n, keyless, split, opts.Partitions)
 
 		plan, err := snapshot.NewPlan(ctx, db, opts)
@@ -231,7 +231,7 @@ func FuzzSplitFanOut(f *testing.F) {
 		if onName {
 			split = "name"
 		}
-		plan, err := snapshot.NewPlan(ctx, db, snapshot.Options{CaptureInstance: "dbo_t", SplitColumn: split, Partitions: 1 + int(parts)%12, BatchRows: 1 + r.IntN(9)})
+		plan, err := snapshot.NewPlan(ctx, db, snapshot.Options{CaptureInstance: "dbo_t", SplitColumn: split, Partitions: 1 + int(parts)%12, ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(9)}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -331,7 +331,7 @@ func runOne(ctx context.Context, cfg config, table *delta.Table, stdout io.Write
 		Partitions:      cfg.partitions,
 		Resnapshot:      cfg.resnapshot,
 		DiscardPartial:  cfg.discardPartial,
-		Logger:          logger,
+		RunOptions:      snapshot.RunOptions{Logger: logger},
 		Progress:        pp.update,
 	})
 	if demo != nil {

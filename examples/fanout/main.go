@@ -241,7 +241,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 // left (its workers' recorded parts are not read again), or records a new
 // plan with the table (snapshot.Prepare).
 func prepare(ctx context.Context, db source.Source, table sink.Sink, cfg config, logger *slog.Logger) (*snapshot.Prepared, error) {
-	return snapshot.Prepare(ctx, db, table, snapshot.Options{CaptureInstance: cfg.instance, Partitions: cfg.partitions, Resnapshot: cfg.resnapshot, Logger: logger})
+	return snapshot.Prepare(ctx, db, table, snapshot.Options{CaptureInstance: cfg.instance, Partitions: cfg.partitions, Resnapshot: cfg.resnapshot, RunOptions: snapshot.RunOptions{Logger: logger}})
 }
 
 // result is one partition's outcome.

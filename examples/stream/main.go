@@ -177,7 +177,7 @@ func (p *pipeline) chunkSink() (sink.ChunkSink, error) {
 }
 
 func (p *pipeline) backfillOptions(resnapshot bool) snapshot.BackfillOptions {
-	return snapshot.BackfillOptions{CaptureInstance: ci, ChunkRows: 500, WaveChunks: 2, MaxWaves: 1, Resnapshot: resnapshot, Logger: p.log}
+	return snapshot.BackfillOptions{CaptureInstance: ci, ChunkRows: 500, WaveChunks: 2, MaxWaves: 1, Resnapshot: resnapshot, RunOptions: snapshot.RunOptions{Logger: p.log}}
 }
 
 func (p *pipeline) bootstrap(ctx context.Context) error {
@@ -195,7 +195,7 @@ func (p *pipeline) bootstrap(ctx context.Context) error {
 		fmt.Fprintf(p.out, "chunked snapshot opened at %s (%d chunks); streaming from %s\n", res.LSN, res.Chunks, from)
 		return nil
 	}
-	opts := snapshot.Options{CaptureInstance: ci, Partitions: 4, Logger: p.log, Progress: func(pr snapshot.Progress) {
+	opts := snapshot.Options{CaptureInstance: ci, Partitions: 4, RunOptions: snapshot.RunOptions{Logger: p.log}, Progress: func(pr snapshot.Progress) {
 		if pr.PartitionsDone == pr.Partitions {
 			fmt.Fprintf(p.out, "snapshot: %d rows in %d partitions, %s\n", pr.Rows, pr.Partitions, pr.Elapsed.Round(time.Millisecond))
 		}
@@ -225,7 +225,7 @@ func (p *pipeline) poll(ctx context.Context) error {
 		}
 		opts.OnDataLoss = snapshot.BackfillOnDataLoss(p.db, cs, p.backfillOptions(false))
 	} else {
-		opts.OnDataLoss = snapshot.ResnapshotOnDataLoss(p.db, p.table, snapshot.Options{CaptureInstance: ci, Logger: p.log})
+		opts.OnDataLoss = snapshot.ResnapshotOnDataLoss(p.db, p.table, snapshot.Options{CaptureInstance: ci, RunOptions: snapshot.RunOptions{Logger: p.log}})
 	}
 	res, err := snapshot.Poll(ctx, p.db, p.table, ci, p.next, opts)
 	if err != nil {

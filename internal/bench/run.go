@@ -200,7 +200,7 @@ func runPipeline(ctx context.Context, src source.Source, partitions int, dir str
 	}
 	defer tb.Close()
 	start := time.Now()
-	res, err := snapshot.Take(ctx, src, tb, snapshot.Options{CaptureInstance: genCI, Partitions: partitions, Parallelism: tune.Parallelism, ReadAhead: tune.ReadAhead})
+	res, err := snapshot.Take(ctx, src, tb, snapshot.Options{CaptureInstance: genCI, Partitions: partitions, Parallelism: tune.Parallelism, ReadOptions: snapshot.ReadOptions{ReadAhead: tune.ReadAhead}})
 	if err != nil {
 		return measure{}, err
 	}
@@ -219,7 +219,7 @@ func runPipeline(ctx context.Context, src source.Source, partitions int, dir str
 // runGenOnly takes a snapshot of g into discardSink: source + stamping.
 func runGenOnly(ctx context.Context, g *Gen, partitions int) (measure, error) {
 	start := time.Now()
-	res, err := snapshot.Take(ctx, g, discardSink{}, snapshot.Options{CaptureInstance: genCI, Partitions: partitions, ReadAhead: tune.ReadAhead})
+	res, err := snapshot.Take(ctx, g, discardSink{}, snapshot.Options{CaptureInstance: genCI, Partitions: partitions, ReadOptions: snapshot.ReadOptions{ReadAhead: tune.ReadAhead}})
 	if err != nil {
 		return measure{}, err
 	}

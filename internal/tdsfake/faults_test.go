@@ -167,7 +167,7 @@ func TestRetriesLoseNoRowOverTheWire(t *testing.T) {
 		var from lsn.LSN
 		var err error
 		if chunked {
-			opts := snapshot.BackfillOptions{CaptureInstance: w.CI, ChunkRows: 5 + r.Int64N(40), WaveChunks: 1 + r.IntN(3), BatchRows: 1 + r.IntN(15)}
+			opts := snapshot.BackfillOptions{CaptureInstance: w.CI, ChunkRows: 5 + r.Int64N(40), WaveChunks: 1 + r.IntN(3), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(15)}}
 			if from, _, err = snapshot.BootstrapBackfill(ctx, src, dst, opts); err == nil {
 				for {
 					res, berr := snapshot.Backfill(ctx, src, dst, opts)
@@ -178,7 +178,7 @@ func TestRetriesLoseNoRowOverTheWire(t *testing.T) {
 			}
 		} else {
 			from, _, err = snapshot.Bootstrap(ctx, src, dst, snapshot.Options{
-				CaptureInstance: w.CI, Partitions: 1 + r.IntN(6), Parallelism: 1 + r.IntN(3), BatchRows: 1 + r.IntN(15),
+				CaptureInstance: w.CI, Partitions: 1 + r.IntN(6), Parallelism: 1 + r.IntN(3), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(15)},
 			})
 		}
 		stop()

@@ -205,7 +205,7 @@ func TestPasswordNeverShown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := snapshot.Take(context.Background(), src, fake.NewMemSink(), snapshot.Options{CaptureInstance: "dbo_big", Partitions: 3, Logger: logger}); err != nil {
+	if _, err := snapshot.Take(context.Background(), src, fake.NewMemSink(), snapshot.Options{CaptureInstance: "dbo_big", Partitions: 3, RunOptions: snapshot.RunOptions{Logger: logger}}); err != nil {
 		t.Fatal(err)
 	}
 	if logs.Len() == 0 {

@@ -71,7 +71,7 @@ func TestBootstrapConvergesOverTheWire(t *testing.T) {
 		}
 		dst := fake.NewMemSink()
 		from, _, err := snapshot.Bootstrap(ctx, src, dst, snapshot.Options{
-			CaptureInstance: w.CI, Partitions: 1 + r.IntN(8), Parallelism: 1 + r.IntN(3), BatchRows: 1 + r.IntN(15), Isolation: iso,
+			CaptureInstance: w.CI, Partitions: 1 + r.IntN(8), Parallelism: 1 + r.IntN(3), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(15), Isolation: iso},
 		})
 		stop()
 		if err != nil {
@@ -103,7 +103,7 @@ func TestBackfillCrashResumeOverTheWire(t *testing.T) {
 		w := testworld.New(t, r, sh, 20+r.IntN(150))
 		src, _, _ := serve(t, w.DB, tdsfake.Options{PageRows: 1 + r.IntN(10)}, sqlserver.Options{})
 		dst := fake.NewMemSink()
-		opts := snapshot.BackfillOptions{CaptureInstance: w.CI, ChunkRows: 1 + r.Int64N(30), WaveChunks: 1 + r.IntN(3), BatchRows: 1 + r.IntN(10)}
+		opts := snapshot.BackfillOptions{CaptureInstance: w.CI, ChunkRows: 1 + r.Int64N(30), WaveChunks: 1 + r.IntN(3), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(10)}}
 		from, _, err := snapshot.BootstrapBackfill(ctx, src, dst, opts)
 		if err != nil {
 			t.Fatal(err)

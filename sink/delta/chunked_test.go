@@ -176,7 +176,7 @@ func TestBackfillIntoDelta(t *testing.T) {
 			}
 			return nil
 		})
-		opts := snapshot.BackfillOptions{CaptureInstance: w.ci, ChunkRows: 20 + r.Int64N(60), WaveChunks: 1 + r.IntN(3), Parallelism: 2, BatchRows: 1 + r.IntN(40), MaxWaves: 1}
+		opts := snapshot.BackfillOptions{CaptureInstance: w.ci, ChunkRows: 20 + r.Int64N(60), WaveChunks: 1 + r.IntN(3), Parallelism: 2, ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(40)}, MaxWaves: 1}
 		from, open, err := snapshot.BootstrapBackfill(ctx, w.db, tb, opts)
 		if err != nil {
 			t.Fatal(err)
