@@ -211,7 +211,7 @@ type Plan struct {
 // starts with: which snapshot it is and the LSN it is stamped with. Its
 // fields keep their place in the plan's JSON.
 type PlanHeader struct {
-	// ID identifies the plan (a UUID).
+	// ID identifies the plan: random bytes, in hex.
 	ID string `json:"id"`
 	// CaptureInstance is the name as the options gave it.
 	CaptureInstance string `json:"capture_instance"`
