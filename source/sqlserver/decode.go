@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"strings"
 	"time"
 
@@ -537,10 +538,42 @@ type rowDecoder struct {
 	rows int
 	// fill, when set, completes a row before it is decoded.
 	fill func(row []any) error
+	// last is the size of the last batch flushed, which the next one
+	// reserves at its first row (see reserve).
+	last batchSize
+}
+
+// batchSize is a record batch's rows and the bytes of each variable-width
+// field's values (0 for the others).
+type batchSize struct {
+	rows int
+	data []int
+}
+
+// reserve makes room in the builders for a batch the size of the last one,
+// with an eighth more for the values' bytes: filling a batch by doubling
+// from empty buffers copied and cleared each buffer about twice over
+// (BENCHMARKS.md, "Reading from SQL Server: cdcsnap against Microsoft's
+// drivers").
+func (d *rowDecoder) reserve() {
+	if d.last.rows == 0 {
+		return
+	}
+	for i, f := range d.b.Fields() {
+		f.Reserve(d.last.rows)
+		if n := d.last.data[i]; n > 0 {
+			if bb, ok := f.(interface{ ReserveData(int) }); ok {
+				bb.ReserveData(n + n/8)
+			}
+		}
+	}
 }
 
 // Append decodes one row of driver values.
 func (d *rowDecoder) Append(row []any) error {
+	if d.rows == 0 {
+		d.reserve()
+	}
 	if d.fill != nil {
 		if err := d.fill(row); err != nil {
 			return fmt.Errorf("sqlserver: %w", err)
@@ -568,6 +601,17 @@ func (d *rowDecoder) Rows() int { return d.rows }
 // Flush returns the rows appended so far as a record batch (the caller
 // releases it) and starts a new one.
 func (d *rowDecoder) Flush() arrow.RecordBatch {
+	if d.rows > 0 {
+		fields := d.b.Fields()
+		d.last.rows = d.rows
+		d.last.data = slices.Grow(d.last.data[:0], len(fields))[:len(fields)]
+		for i, f := range fields {
+			d.last.data[i] = 0
+			if bb, ok := f.(interface{ DataLen() int }); ok {
+				d.last.data[i] = bb.DataLen()
+			}
+		}
+	}
 	d.rows = 0
 	return d.b.NewRecordBatch()
 }

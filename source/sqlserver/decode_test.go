@@ -1,9 +1,11 @@
 package sqlserver
 
 import (
+	"bytes"
 	"encoding/hex"
 	"math/big"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -381,5 +383,70 @@ func TestChangeRows(t *testing.T) {
 			t.Errorf("short LSN accepted")
 		}
 		d.Release()
+	}
+}
+
+// TestReservedBatchesDecodeAlike: from its second batch on, a decoder
+// reserves room the size of the batch before (rowDecoder.reserve); every
+// batch must still equal the one a fresh decoder makes of the same rows,
+// whether it is smaller or larger than the one before, in rows or bytes.
+func TestReservedBatchesDecodeAlike(t *testing.T) {
+	cases := driverCases()
+	var cols []source.Column
+	for i, tc := range cases {
+		c, err := source.ParseType(tc.decl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Name, c.Nullable = "c"+strconv.Itoa(i), true
+		cols = append(cols, c)
+	}
+	r := rand.New(rand.NewPCG(34, 2))
+	row := func() []any {
+		vals := make([]any, len(cases))
+		for i, tc := range cases {
+			switch x := tc.in.(type) {
+			case string:
+				vals[i] = strings.Repeat(x, r.IntN(30))
+			case []byte:
+				vals[i] = x
+				if strings.HasPrefix(tc.decl, "varbinary") || tc.decl == "image" {
+					vals[i] = bytes.Repeat(x, r.IntN(30))
+				}
+			default:
+				vals[i] = x
+			}
+			if r.IntN(4) == 0 {
+				vals[i] = nil
+			}
+		}
+		return vals
+	}
+	d, err := newTableDecoder(cols, decodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Release()
+	for _, n := range []int{3, 1, 64, 7, 300, 2, 300} {
+		fresh, err := newTableDecoder(cols, decodeOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range n {
+			vals := row()
+			if err := d.Append(vals); err != nil {
+				t.Fatal(err)
+			}
+			if err := fresh.Append(vals); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, want := d.Flush(), fresh.Flush()
+		if !array.RecordEqual(got, want) {
+			t.Fatalf("batch of %d rows after reserving:\n%v\nfresh decoder:\n%v", n, got, want)
+		}
+		got.Release()
+		want.Release()
+		fresh.Release()
 	}
 }
