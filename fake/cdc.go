@@ -418,7 +418,10 @@ func (db *DB) lookup(ci *source.CaptureInstance) (*instance, error) {
 // below the instance's minimum LSN (its start_lsn until the capture job
 // reaches it, then as Cleanup raises it) is a *source.DataLossError, and so
 // is a Cleanup above from while the reader is read. A dropped instance, or
-// one the login may not read, is a *source.AccessError.
+// one the login may not read, is a *source.AccessError. A to above the max
+// LSN (or above SetReplicaMaxLSN's) is a *source.ReplicaBehindError, as
+// source/sqlserver refuses a read it cannot take to its end: never a
+// shorter read.
 func (db *DB) ReadChanges(ctx context.Context, ci *source.CaptureInstance, from, to lsn.LSN) (array.RecordReader, error) {
 	if err := db.enter(ctx, OpReadChanges); err != nil {
 		return nil, err
@@ -447,8 +450,15 @@ func (db *DB) ReadChanges(ctx context.Context, ci *source.CaptureInstance, from,
 		db.mu.RUnlock()
 		return nil, fmt.Errorf("fake: ReadChanges: %w", err)
 	}
-	if db.captured.Less(to) {
-		to = db.captured
+	if !to.Less(from) {
+		have := db.maxLSNLocked()
+		if !db.replica.IsZero() && db.replica.Less(have) {
+			have = db.replica
+		}
+		if have.Less(to) {
+			db.mu.RUnlock()
+			return nil, &source.ReplicaBehindError{CaptureInstance: in.name, Need: to, Have: have}
+		}
 	}
 	changes := changesBetween(in.changes, from, to)
 	db.mu.RUnlock()

@@ -60,7 +60,7 @@ func TestChangeRowsCarryCDCsNulls(t *testing.T) {
 	check(t, tx.Delete("dbo", "docs", []any{int64(2)}))
 	must[lsn.LSN](t)(tx.Commit())
 
-	rr := must[array.RecordReader](t)(db.ReadChanges(ctx, ci, first, lsn.Max))
+	rr := must[array.RecordReader](t)(db.ReadChanges(ctx, ci, first, maxLSN(t, db)))
 	wantSchema, err := source.ChangeSchema(ci.Columns)
 	check(t, err)
 	if !rr.Schema().Equal(wantSchema) {
@@ -72,7 +72,7 @@ func TestChangeRowsCarryCDCsNulls(t *testing.T) {
 		}
 	}
 	rr.Release()
-	rows := mustReadAll(t)(db.ReadChanges(ctx, ci, first, lsn.Max))
+	rows := mustReadAll(t)(db.ReadChanges(ctx, ci, first, maxLSN(t, db)))
 	// columns: id t nt img vm nm bm x total n | _operation ...
 	type want struct {
 		id, op int64
@@ -122,7 +122,7 @@ func TestDeniedChangesAreAnErrorNotNothing(t *testing.T) {
 	if _, _, err := db.MinLSN(ctx, ci.Name); !errors.As(err, &ae) || !errors.Is(err, source.ErrNotFound) {
 		t.Errorf("MinLSN of a denied instance: %v, want a *source.AccessError", err)
 	}
-	if _, err := db.ReadChanges(ctx, ci, l, lsn.Max); !errors.As(err, &ae) {
+	if _, err := db.ReadChanges(ctx, ci, l, maxLSN(t, db)); !errors.As(err, &ae) {
 		t.Errorf("ReadChanges of a denied instance: %v, want a *source.AccessError", err)
 	}
 	var nf *source.NotFoundError
@@ -130,11 +130,11 @@ func TestDeniedChangesAreAnErrorNotNothing(t *testing.T) {
 		t.Errorf("CaptureInstance of a denied instance: %v, want a *source.NotFoundError", err)
 	}
 	check(t, db.GrantChanges("dbo_orders"))
-	if rows := readChanges(t, db, ci, l, lsn.Max); len(rows) != 1 {
+	if rows := readChanges(t, db, ci, l, maxLSN(t, db)); len(rows) != 1 {
 		t.Errorf("after GrantChanges: %d change rows, want 1", len(rows))
 	}
 	check(t, db.DisableCDC("dbo_orders"))
-	if _, err := db.ReadChanges(ctx, ci, l, lsn.Max); !errors.As(err, &ae) {
+	if _, err := db.ReadChanges(ctx, ci, l, maxLSN(t, db)); !errors.As(err, &ae) {
 		t.Errorf("ReadChanges of a dropped instance: %v, want a *source.AccessError", err)
 	}
 }
@@ -149,7 +149,7 @@ func TestCleanupDuringAChangeReadIsDataLoss(t *testing.T) {
 	for i := range 3 {
 		ls = append(ls, must[lsn.LSN](t)(db.Load("dbo", "orders", fake.Row{int64(i), nil, nil})))
 	}
-	rr := must[array.RecordReader](t)(db.ReadChanges(ctx, ci, ls[0], lsn.Max))
+	rr := must[array.RecordReader](t)(db.ReadChanges(ctx, ci, ls[0], maxLSN(t, db)))
 	defer rr.Release()
 	if !rr.Next() {
 		t.Fatalf("no first batch: %v", rr.Err())

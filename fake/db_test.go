@@ -296,7 +296,7 @@ func TestCommitsLSNsSeqvalsCommandIDs(t *testing.T) {
 	if _, err := rb.Commit(); !errors.Is(err, fake.ErrTxDone) {
 		t.Fatalf("commit after rollback: %v", err)
 	}
-	got := readChanges(t, db, ci, ci.StartLSN, lsn.Max)
+	got := readChanges(t, db, ci, ci.StartLSN, maxLSN(t, db))
 	type key struct {
 		id, op, cmd int64
 		start       string
@@ -381,7 +381,7 @@ func TestMinLSNNullUntilCaptureJobRuns(t *testing.T) {
 	if m := must[lsn.LSN](t)(db.MaxLSN(ctx)); !m.IsZero() {
 		t.Fatalf("max LSN %s before the capture job ran", m)
 	}
-	if rows := readChanges(t, db, ci, ci.StartLSN, lsn.Max); len(rows) != 0 {
+	if rows := readChanges(t, db, ci, ci.StartLSN, maxLSN(t, db)); len(rows) != 0 {
 		t.Fatalf("change table shows %d rows before the capture job ran", len(rows))
 	}
 	db.RunCaptureJob()
@@ -391,7 +391,7 @@ func TestMinLSNNullUntilCaptureJobRuns(t *testing.T) {
 	if m := must[lsn.LSN](t)(db.MaxLSN(ctx)); m != l1 {
 		t.Fatalf("max LSN = %s, want %s", m, l1)
 	}
-	if rows := readChanges(t, db, ci, ci.StartLSN, lsn.Max); len(rows) != 1 {
+	if rows := readChanges(t, db, ci, ci.StartLSN, maxLSN(t, db)); len(rows) != 1 {
 		t.Fatalf("change table shows %d rows, want 1", len(rows))
 	}
 }
@@ -440,7 +440,7 @@ func TestQuietDatabase(t *testing.T) {
 	if m, ok := must2(t)(db.MinLSN(ctx, ci.Name)); !ok || m != ci.StartLSN {
 		t.Fatalf("min LSN %s %v, want start_lsn", m, ok)
 	}
-	if rows := readChanges(t, db, ci, ci.StartLSN, lsn.Max); len(rows) != 1 || rows[0].id != 2 {
+	if rows := readChanges(t, db, ci, ci.StartLSN, maxLSN(t, db)); len(rows) != 1 || rows[0].id != 2 {
 		t.Fatalf("changes %v, want the insert of 2 only", rows)
 	}
 }
@@ -461,12 +461,12 @@ func TestCleanupRaisesStartLSNAndReportsDataLoss(t *testing.T) {
 	if now := must[*source.CaptureInstance](t)(db.CaptureInstance(ctx, ci.Name)); now.StartLSN != ls[3] {
 		t.Fatalf("start_lsn after cleanup = %s, want the low water mark %s", now.StartLSN, ls[3])
 	}
-	_, err := db.ReadChanges(ctx, ci, ls[0], lsn.Max)
+	_, err := db.ReadChanges(ctx, ci, ls[0], maxLSN(t, db))
 	var dl *source.DataLossError
 	if !errors.As(err, &dl) || !errors.Is(err, source.ErrDataLoss) || dl.MinLSN != ls[3] || dl.Requested != ls[0] {
 		t.Fatalf("read below min LSN: %v", err)
 	}
-	rows := readChanges(t, db, ci, ls[3], lsn.Max)
+	rows := readChanges(t, db, ci, ls[3], maxLSN(t, db))
 	if len(rows) != 2 || rows[0].id != 3 {
 		t.Fatalf("after cleanup: %v", rows)
 	}
@@ -521,8 +521,8 @@ func TestSchemaChangeWithTwoInstances(t *testing.T) {
 	if fmt.Sprint(r1) != "[[1 a <nil>] [2 b <nil>]]" || fmt.Sprint(r2) != "[[1 a <nil> <nil>] [2 b <nil> eu]]" {
 		t.Fatalf("v1 %v, v2 %v", r1, r2)
 	}
-	c1 := mustReadAll(t)(db.ReadChanges(ctx, v1, v1.StartLSN, lsn.Max))
-	c2 := mustReadAll(t)(db.ReadChanges(ctx, v2, v2.StartLSN, lsn.Max))
+	c1 := mustReadAll(t)(db.ReadChanges(ctx, v1, v1.StartLSN, maxLSN(t, db)))
+	c2 := mustReadAll(t)(db.ReadChanges(ctx, v2, v2.StartLSN, maxLSN(t, db)))
 	if len(c1) != 2 || len(c2) != 1 || c2[0][3] != "eu" {
 		t.Fatalf("changes v1 %v, v2 %v", c1, c2)
 	}
@@ -619,7 +619,7 @@ func TestLSNsAreStrictlyIncreasingUnderConcurrency(t *testing.T) {
 	for range writers {
 		check(t, <-errs)
 	}
-	got := readChanges(t, db, ci, ci.StartLSN, lsn.Max)
+	got := readChanges(t, db, ci, ci.StartLSN, maxLSN(t, db))
 	if len(got) != writers*each {
 		t.Fatalf("%d changes", len(got))
 	}
@@ -649,7 +649,7 @@ func TestCaptureEvery(t *testing.T) {
 	if max := must[lsn.LSN](t)(db.MaxLSN(ctx)); max != ls[2] {
 		t.Fatalf("max LSN %s, want %s", max, ls[2])
 	}
-	if rows := readChanges(t, db, ci, ci.StartLSN, lsn.Max); len(rows) != 3 {
+	if rows := readChanges(t, db, ci, ci.StartLSN, maxLSN(t, db)); len(rows) != 3 {
 		t.Fatalf("%d changes", len(rows))
 	}
 }

@@ -63,11 +63,11 @@ func TestDropColumnStaysCapturedAndReadsNull(t *testing.T) {
 	if got := fmt.Sprint(mustReadAll(t)(db.ReadRange(ctx, now, keyrange.Range{}, source.ReadOptions{}))); got != "[[1 x <nil>] [2 y <nil>]]" {
 		t.Fatalf("snapshot after the drop: %s", got)
 	}
-	if cs := mustReadAll(t)(db.ReadChanges(ctx, now, at, lsn.Max)); len(cs) != 0 {
+	if cs := mustReadAll(t)(db.ReadChanges(ctx, now, at, maxLSN(t, db))); len(cs) != 0 {
 		t.Fatalf("the drop wrote change rows: %v", cs)
 	}
 	must[lsn.LSN](t)(db.Load("dbo", "t", fake.Row{int64(3), "z"}))
-	rows := mustReadAll(t)(db.ReadChanges(ctx, now, ci.StartLSN, lsn.Max))
+	rows := mustReadAll(t)(db.ReadChanges(ctx, now, ci.StartLSN, maxLSN(t, db)))
 	if got := fmt.Sprint(rows[0][:3], rows[len(rows)-1][:3]); got != "[1 x 10] [3 z <nil>]" {
 		t.Fatalf("change rows before and after the drop: %s", got)
 	}
@@ -92,7 +92,7 @@ func TestReaddedColumnIsAnotherColumn(t *testing.T) {
 	if got := fmt.Sprint(mustReadAll(t)(db.ReadRange(ctx, now, keyrange.Range{}, source.ReadOptions{}))); got != "[[1 x <nil>] [2 y <nil>] [3 z <nil>]]" {
 		t.Fatalf("the old instance reads the new column: %s", got)
 	}
-	last := mustReadAll(t)(db.ReadChanges(ctx, now, ci.StartLSN, lsn.Max))
+	last := mustReadAll(t)(db.ReadChanges(ctx, now, ci.StartLSN, maxLSN(t, db)))
 	if v := last[len(last)-1][2]; v != nil {
 		t.Fatalf("the old instance's change row carries the new column: %v", v)
 	}
@@ -126,12 +126,12 @@ func TestAlterColumnRetypesCapturedColumnAndChangeTable(t *testing.T) {
 	}
 	must[lsn.LSN](t)(db.Load("dbo", "t", fake.Row{int64(3), "z", int64(1) << 40}))
 	db.RunCaptureJob()
-	rr := must[array.RecordReader](t)(db.ReadChanges(ctx, now, ci.StartLSN, lsn.Max))
+	rr := must[array.RecordReader](t)(db.ReadChanges(ctx, now, ci.StartLSN, maxLSN(t, db)))
 	rr.Release()
 	if typ := rr.Schema().Field(2).Type; typ.ID() != arrow.INT64 {
 		t.Fatalf("change rows of b read as %s after the change table's column became bigint", typ)
 	}
-	rows := mustReadAll(t)(db.ReadChanges(ctx, now, ci.StartLSN, lsn.Max))
+	rows := mustReadAll(t)(db.ReadChanges(ctx, now, ci.StartLSN, maxLSN(t, db)))
 	if got := fmt.Sprint(rows[0][2], rows[len(rows)-1][2]); got != "10 1099511627776" {
 		t.Fatalf("change rows before and after the retype: %s", got)
 	}
@@ -228,7 +228,7 @@ func TestIdentityAndRowversionChangeTableTypes(t *testing.T) {
 				t.Fatalf("the update's before image has rowversion %x, the row had %x", rows[2].Values[2], rv[1])
 			}
 			tr := must[array.RecordReader](t)(db.ReadRange(ctx, ci, keyrange.Range{}, source.ReadOptions{}))
-			cr := must[array.RecordReader](t)(db.ReadChanges(ctx, ci, ci.StartLSN, lsn.Max))
+			cr := must[array.RecordReader](t)(db.ReadChanges(ctx, ci, ci.StartLSN, maxLSN(t, db)))
 			defer tr.Release()
 			defer cr.Release()
 			for i := range 3 {
@@ -258,10 +258,10 @@ func TestSecondInstanceAndDisable(t *testing.T) {
 	for i := range 3 {
 		must[lsn.LSN](t)(db.Load("dbo", "t", fake.Row{int64(10 + i), "n", nil, int64(i)}))
 	}
-	all := mustReadAll(t)(db.ReadChanges(ctx, v1, v1.StartLSN, lsn.Max))
+	all := mustReadAll(t)(db.ReadChanges(ctx, v1, v1.StartLSN, maxLSN(t, db)))
 	prev, _ := v2.StartLSN.Prev()
 	older := mustReadAll(t)(db.ReadChanges(ctx, v1, v1.StartLSN, prev))
-	newer := mustReadAll(t)(db.ReadChanges(ctx, v2, v2.StartLSN, lsn.Max))
+	newer := mustReadAll(t)(db.ReadChanges(ctx, v2, v2.StartLSN, maxLSN(t, db)))
 	if len(older)+len(newer) != len(all) || len(newer) != 3 || newer[2][3] != int64(2) {
 		t.Fatalf("v1 below S %d rows, v2 from S %d rows, v1 in all %d", len(older), len(newer), len(all))
 	}
@@ -270,7 +270,7 @@ func TestSecondInstanceAndDisable(t *testing.T) {
 	if _, _, err := db.MinLSN(ctx, "dbo_t"); !errors.As(err, &ae) {
 		t.Fatalf("min LSN of a disabled instance: %v", err)
 	}
-	if _, err := db.ReadChanges(ctx, v1, v1.StartLSN, lsn.Max); !errors.As(err, &ae) {
+	if _, err := db.ReadChanges(ctx, v1, v1.StartLSN, maxLSN(t, db)); !errors.As(err, &ae) {
 		t.Fatalf("changes of a disabled instance: %v", err)
 	}
 	if _, err := db.DDLHistory(ctx, "dbo_t"); !errors.Is(err, source.ErrNotFound) {
@@ -295,7 +295,7 @@ func TestStatementAcrossADDL(t *testing.T) {
 	if err != nil || !ok || fmt.Sprint(row) != "[5 50 <nil>]" {
 		t.Fatalf("row %v, %v, %v", row, ok, err)
 	}
-	rows := mustReadAll(t)(db.ReadChanges(ctx, ci, ci.StartLSN, lsn.Max))
+	rows := mustReadAll(t)(db.ReadChanges(ctx, ci, ci.StartLSN, maxLSN(t, db)))
 	if got := fmt.Sprint(rows[len(rows)-1][:3]); got != "[5 <nil> 50]" {
 		t.Fatalf("the change row: %s", got)
 	}

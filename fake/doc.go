@@ -65,9 +65,10 @@
 //     does.
 //   - A read that must see a database at least as recent as an LSN
 //     (source.ReadOptions.NotBefore) is refused with a
-//     *source.ReplicaBehindError when the max LSN is below it;
-//     DB.SetReplicaMaxLSN makes reads answer as on a readable secondary
-//     whose redo lags behind the primary.
+//     *source.ReplicaBehindError when the max LSN is below it, and so is a
+//     change read whose upper bound is above the max LSN (never a shorter
+//     read); DB.SetReplicaMaxLSN makes reads answer as on a readable
+//     secondary whose redo lags behind the primary.
 //   - Faults: DB.FailNext fails the next call of an operation (including
 //     commits), DB.FailReadAfter fails a read after a number of rows; every
 //     read honours its context between pages.

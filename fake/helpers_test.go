@@ -10,6 +10,7 @@ import (
 
 	"github.com/cdcsnap/cdcsnap/fake"
 	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/source"
 )
 
@@ -89,3 +90,14 @@ func (s seeker) SeekKey(ctx context.Context, from keyrange.Tuple, k int64) (keyr
 }
 
 type arrowSchema = arrow.Schema
+
+// maxLSN is db's max LSN: the upper bound of a change read of everything
+// captured (a read above it is refused, never cut short).
+func maxLSN(t testing.TB, db *fake.DB) lsn.LSN {
+	t.Helper()
+	l, err := db.MaxLSN(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}

@@ -219,9 +219,10 @@ func (db *DB) afterPage(ctx context.Context, in *instance, rangeIndex, page, row
 // reached only l would: sys.fn_cdc_get_max_lsn() there is l (or the
 // primary's, when lower), so a NotBefore above l is refused with a
 // *source.ReplicaBehindError, as source/sqlserver refuses it (FACTS.md
-// F56). It models the check only: a read it lets through reads the
-// primary's rows, and MaxLSN and every other call still answer for the
-// primary. The zero LSN removes it (the replica caught up).
+// F56), and so is a ReadChanges whose upper bound is above l. It models
+// the checks only: a read it lets through reads the primary's rows, and
+// MaxLSN and every other call still answer for the primary. The zero LSN
+// removes it (the replica caught up).
 func (db *DB) SetReplicaMaxLSN(l lsn.LSN) {
 	db.mu.Lock()
 	defer db.mu.Unlock()

@@ -94,7 +94,10 @@ type PollResult struct {
 // Poll reads the changes of one capture instance from from up to the
 // current max LSN (or opts.To) and appends them to dst as batch
 // opts.BatchID, in the bronze schema (see Changes). It returns the LSN the
-// next poll starts from. Changes purged below from are an error wrapping
+// next poll starts from: one past the last LSN read whole. A read that
+// lands on a readable secondary behind the max LSN reads as far as that
+// replica has captured (PollResult.To says how far); with opts.To set it
+// is a *source.ReplicaBehindError instead. Changes purged below from are an error wrapping
 // source.ErrDataLoss (*source.DataLossError), unless opts.OnDataLoss
 // re-snapshots.
 func Poll(ctx context.Context, src source.Source, dst Appender, captureInstance string, from lsn.LSN, opts PollOptions) (PollResult, error) {
@@ -119,6 +122,21 @@ func Poll(ctx context.Context, src source.Source, dst Appender, captureInstance 
 		return res, fmt.Errorf("poll %q: %w", captureInstance, err)
 	}
 	rr, err := changes(ctx, src, ci, captureInstance, from, to, opts.BatchID, tableSchema(ctx, dst))
+	// A read on a replica behind the one the max LSN came from (FACTS.md
+	// F56) is refused, never cut short; the poll reads as far as that
+	// replica has captured instead, or nothing when it has not reached
+	// from. A caller's own To must be read whole: its refusal is the error.
+	for try := 0; opts.To.IsZero() && try < 3; try++ {
+		var behind *source.ReplicaBehindError
+		if !errors.As(err, &behind) || !behind.Have.Less(to) {
+			break
+		}
+		log.InfoContext(ctx, "the replica read from is behind the max LSN; reading as far as it has captured", "capture_instance", captureInstance, "max_lsn", to, "replica_max_lsn", behind.Have)
+		if to = behind.Have; to.Less(from) {
+			return res, nil
+		}
+		rr, err = changes(ctx, src, ci, captureInstance, from, to, opts.BatchID, tableSchema(ctx, dst))
+	}
 	var loss *source.DataLossError
 	if errors.As(err, &loss) && opts.OnDataLoss != nil {
 		log.WarnContext(ctx, "changes purged by retention; re-snapshotting", "capture_instance", captureInstance, "requested", loss.Requested, "min_lsn", loss.MinLSN)

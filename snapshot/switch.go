@@ -42,7 +42,8 @@ type InstanceLister interface {
 
 // ErrSwitchNotReady is wrapped by Switch's error when the new capture
 // instance's start is not yet established (the capture job has not reached
-// it, its minimum LSN is NULL): retry after the capture job ran.
+// it, its minimum LSN is NULL), or the max LSN the old instance is read on
+// is still below that start - 1: retry after the capture job ran.
 var ErrSwitchNotReady = errors.New("the new capture instance's start is not established yet")
 
 // ErrSwitchGap is wrapped by Switch's error when the old capture instance
@@ -162,6 +163,12 @@ func Switch(ctx context.Context, src source.Source, dst Appender, from lsn.LSN, 
 		return res, fmt.Errorf("switch from %q to %q: %w: the changes from %s to %s were only in %q; take a new snapshot from %q (Options{CaptureInstance: %q, Resnapshot: true}): %w", opts.From, res.To, ErrSwitchGap, from, last, opts.From, res.To, res.To, aErr)
 	}
 	p, err := Poll(ctx, src, dst, res.From, from, PollOptions{BatchID: opts.BatchID, To: last, Logger: log})
+	if errors.Is(err, source.ErrReplicaBehind) {
+		// The max LSN is below S - 1: on a quiet database it stays below a
+		// new instance's start until the capture job maps a later LSN
+		// (FACTS.md F15), and a read of A to S - 1 cannot be shown whole.
+		return res, fmt.Errorf("switch from %q to %q: %w: the capture job has mapped LSNs only below %s (sys.fn_cdc_get_max_lsn); retry after it ran: %w", res.From, res.To, ErrSwitchNotReady, last, err)
+	}
 	if errors.Is(err, source.ErrNotFound) {
 		return res, fmt.Errorf("switch from %q to %q: %w: the changes from %s to %s were only in %q; take a new snapshot from %q: %w", res.From, res.To, ErrSwitchGap, from, last, res.From, res.To, err)
 	}

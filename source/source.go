@@ -313,23 +313,25 @@ type ReadOptions struct {
 var ErrTransient = errors.New("transient read error")
 
 // ErrReplicaBehind means a read landed on a replica that has not yet
-// applied the log up to the LSN the read must see (ReadOptions.NotBefore).
-// Errors that wrap it are *ReplicaBehindError; retrying later, or on
-// another connection, can succeed.
-var ErrReplicaBehind = errors.New("the replica read from is behind the snapshot's LSN")
+// applied the log up to the LSN the read must see (ReadOptions.NotBefore,
+// or the upper bound of a change read). Errors that wrap it are
+// *ReplicaBehindError; retrying later, or on another connection, can
+// succeed.
+var ErrReplicaBehind = errors.New("the replica read from is behind the LSN the read must reach")
 
 // ReplicaBehindError reports a read refused because its replica's max LSN
-// is below ReadOptions.NotBefore. It wraps ErrReplicaBehind.
+// is below the LSN it must reach: ReadOptions.NotBefore for a range read,
+// the upper bound for a change read. It wraps ErrReplicaBehind.
 type ReplicaBehindError struct {
 	CaptureInstance string
-	// Need is ReadOptions.NotBefore; Have is the replica's
+	// Need is the LSN the read must reach; Have is the replica's
 	// sys.fn_cdc_get_max_lsn() (zero for NULL).
 	Need, Have lsn.LSN
 }
 
 // Error implements error.
 func (e *ReplicaBehindError) Error() string {
-	return fmt.Sprintf("capture instance %q: the replica read from has max LSN %s, below the snapshot's %s: %v", e.CaptureInstance, e.Have, e.Need, ErrReplicaBehind)
+	return fmt.Sprintf("capture instance %q: the replica read from has max LSN %s, below %s: %v", e.CaptureInstance, e.Have, e.Need, ErrReplicaBehind)
 }
 
 // Unwrap returns ErrReplicaBehind.
@@ -404,6 +406,10 @@ type Source interface {
 	// that cleanup raised above from while the changes were read; an
 	// instance the caller may no longer read is an *AccessError; an empty
 	// interval (from > to), or an instance whose minimum LSN is still NULL,
-	// is an empty reader.
+	// is an empty reader. The read covers all of [from, to] or fails: a to
+	// above the max LSN of what the read reaches (a readable secondary
+	// behind the one to was taken from, an LSN not captured yet) is a
+	// *ReplicaBehindError whose Have says how far it could read, never a
+	// shorter read.
 	ReadChanges(ctx context.Context, ci *CaptureInstance, from, to lsn.LSN) (array.RecordReader, error)
 }

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/cdcsnap/cdcsnap/fake"
 	"github.com/cdcsnap/cdcsnap/internal/mssqlstmt"
@@ -23,6 +26,11 @@ import (
 // ApplicationIntent=ReadOnly in the DSN, as a user reading a readable
 // secondary through an availability group listener does.
 func readOnlySource(t *testing.T, db *fake.DB, opts tdsfake.Options) (*sqlserver.Source, *tdsfake.Server, *sql.DB) {
+	return readOnlySourceWith(t, db, opts, sqlserver.Options{})
+}
+
+// readOnlySourceWith is readOnlySource with the source's options.
+func readOnlySourceWith(t *testing.T, db *fake.DB, opts tdsfake.Options, sopts sqlserver.Options) (*sqlserver.Source, *tdsfake.Server, *sql.DB) {
 	t.Helper()
 	srv, err := tdsfake.Start(context.Background(), db, opts)
 	if err != nil {
@@ -34,7 +42,7 @@ func readOnlySource(t *testing.T, db *fake.DB, opts tdsfake.Options) (*sqlserver
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sdb.Close() })
-	src, err := sqlserver.New(sdb, sqlserver.Options{})
+	src, err := sqlserver.New(sdb, sopts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,9 +152,8 @@ func TestReadOnAReplicaBehindTheSnapshotIsRefused(t *testing.T) {
 
 // TestReadChangesAsksOneConnection: ReadChanges takes the minimum and
 // maximum LSN, the changes and the end check of the minimum on one
-// connection, so behind a listener they come from one replica: a maximum
-// from a replica further ahead cannot clamp a read on one that has not
-// applied those changes.
+// connection, so behind a listener they come from one replica: the
+// maximum the read is held to is its own replica's.
 func TestReadChangesAsksOneConnection(t *testing.T) {
 	ctx := context.Background()
 	db := bigTable(t, 10)
@@ -168,7 +175,11 @@ func TestReadChangesAsksOneConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := len(srv.Requests())
-	rr, err := src.ReadChanges(ctx, ci, ci.StartLSN, lsn.LSN{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF})
+	max, err := db.MaxLSN(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr, err := src.ReadChanges(ctx, ci, ci.StartLSN, max)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,5 +276,129 @@ func TestSnapshotOnALaggingReplicaOverTheWire(t *testing.T) {
 	}
 	if res.LSN != planned || len(rows) != 301 {
 		t.Fatalf("rerun: %+v with %d rows in the sink, want 301 rows at %s", res, len(rows), planned)
+	}
+}
+
+// commitInserts commits n one-row transactions into bigTable's table and
+// returns their LSNs.
+func commitInserts(t *testing.T, db *fake.DB, n int) []lsn.LSN {
+	t.Helper()
+	var out []lsn.LSN
+	for i := range n {
+		tx := db.Begin()
+		if err := tx.Insert("dbo", "big", fake.Row{int64(100 + i), "x"}); err != nil {
+			t.Fatal(err)
+		}
+		l, err := tx.Commit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// TestPollOnALaggingReplicaReadsWhatItReached: Poll takes its upper bound
+// from a replica that is up to date and reads on one whose redo lags, that
+// shows only the first of three commits (the review of issue 33, finding
+// 1). The read is never cut short silently: the poll reads to the lagging
+// replica's max LSN and goes on from there, so the next poll, on a replica
+// that caught up, brings the other two.
+func TestPollOnALaggingReplicaReadsWhatItReached(t *testing.T) {
+	ctx := context.Background()
+	db := bigTable(t, 10)
+	lsns := commitInserts(t, db, 3)
+	var asked atomic.Int64
+	var lag atomic.Bool
+	lag.Store(true)
+	src, _, sdb := readOnlySource(t, db, tdsfake.Options{ReplicaMaxLSN: func(uint64, tdsserver.Login) (lsn.LSN, bool) {
+		if asked.Add(1) == 1 || !lag.Load() {
+			return lsn.LSN{}, false // Poll's max LSN: a replica that is up to date
+		}
+		return lsns[0], true // the read's: behind
+	}})
+	sdb.SetMaxIdleConns(0)
+	ci, err := src.CaptureInstance(ctx, "dbo_big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows int64
+	app := snapshot.AppendFunc(func(ctx context.Context, _ string, _ int64, rr array.RecordReader) (int64, error) {
+		for rr.Next() {
+			rows += rr.RecordBatch().NumRows()
+		}
+		return 1, rr.Err()
+	})
+	first, err := snapshot.Poll(ctx, src, app, "dbo_big", ci.StartLSN, snapshot.PollOptions{BatchID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.To != lsns[0] || rows != 1 {
+		t.Fatalf("poll on the lagging replica read to %s, %d rows; want to %s (its max LSN), 1 row", first.To, rows, lsns[0])
+	}
+	lag.Store(false)
+	second, err := snapshot.Poll(ctx, src, app, "dbo_big", first.Next, snapshot.PollOptions{BatchID: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows != 3 || second.To != lsns[2] {
+		t.Fatalf("after the replica caught up: %d change rows appended in all, read to %s; want 3, to %s", rows, second.To, lsns[2])
+	}
+}
+
+// TestResumedChangeReadNeverReadsLess: a change read cut by error 1205
+// after its first row resumes on new connections; while they reach a
+// replica behind the first read's upper bound the resume is refused and
+// retried (never a read to less), and once one has caught up the read
+// ends with every row once. A replica that never catches up fails the read
+// with a *source.ReplicaBehindError once the retries are spent, having
+// handed out no row.
+func TestResumedChangeReadNeverReadsLess(t *testing.T) {
+	for _, catchUp := range []bool{true, false} {
+		ctx := context.Background()
+		db := bigTable(t, 10)
+		lsns := commitInserts(t, db, 3)
+		var first atomic.Uint64
+		var faulted atomic.Bool
+		var behind atomic.Int64
+		src, _, sdb := readOnlySourceWith(t, db, tdsfake.Options{PageRows: 1,
+			ReplicaMaxLSN: func(conn uint64, _ tdsserver.Login) (lsn.LSN, bool) {
+				first.CompareAndSwap(0, conn)
+				if conn == first.Load() || catchUp && behind.Load() >= 2 {
+					return lsn.LSN{}, false
+				}
+				behind.Add(1)
+				return lsns[0], true
+			},
+			Inject: func(req *tdsserver.Request) (tdsserver.Fault, bool) {
+				if req.ConnID == first.Load() && strings.Contains(req.SQL, " FROM [cdc].") && faulted.CompareAndSwap(false, true) {
+					return tdsserver.TransientFault(1205, 1), true
+				}
+				return tdsserver.Fault{}, false
+			}}, sqlserver.Options{Retry: sqlserver.Retry{Attempts: 4, Initial: time.Millisecond, Max: 2 * time.Millisecond}})
+		sdb.SetMaxIdleConns(0)
+		ci, err := src.CaptureInstance(ctx, "dbo_big")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rr, err := src.ReadChanges(ctx, ci, ci.StartLSN, lsns[2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for rr.Next() {
+			n += int(rr.RecordBatch().NumRows())
+		}
+		err = rr.Err()
+		rr.Release()
+		switch {
+		case !faulted.Load():
+			t.Fatal("no fault struck")
+		case catchUp && (err != nil || n != 3):
+			t.Fatalf("resumed on a replica that caught up: %d rows, %v; want 3", n, err)
+		case !catchUp && (!errors.Is(err, source.ErrReplicaBehind) || n != 0):
+			t.Fatalf("resumed on a replica that stays behind: %d rows, %v; want none and a *source.ReplicaBehindError", n, err)
+		}
+		t.Logf("catch up %v: %d refusals of a lagging replica, %d rows, %v", catchUp, behind.Load(), n, err)
 	}
 }

@@ -1203,6 +1203,15 @@ func (s *suite) testReadChanges(t *testing.T) {
 	if none := s.readChanges(t, f, c3, c1); len(none) != 0 {
 		t.Errorf("ReadChanges(%s, %s), an empty interval, returned %d changes", c3, c1, len(none))
 	}
+	// Above the max LSN the read is refused, never cut short: a caller
+	// would take the LSNs above it as read.
+	var behind *source.ReplicaBehindError
+	if rr, err := s.h.Source.ReadChanges(ctx, f.ci, c2, lsn.Max); !errors.As(err, &behind) || behind.Have != maxLSN {
+		if rr != nil {
+			rr.Release()
+		}
+		t.Errorf("ReadChanges(%s, %s) above the max LSN %s: %v, want a *source.ReplicaBehindError having the max LSN", c2, lsn.Max, maxLSN, err)
+	}
 }
 
 func (s *suite) testDataLoss(t *testing.T) {

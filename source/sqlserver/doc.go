@@ -163,7 +163,12 @@
 //     job wrote that row after those commits), and fails with a
 //     *source.ReplicaBehindError otherwise, which a retry can clear once
 //     the replica catches up. ReadChanges takes its bounds, its rows and
-//     its end check on one connection for the same reason. Seeks and row
+//     its end check on one connection for the same reason, and refuses an
+//     upper bound above that connection's own max LSN with a
+//     *source.ReplicaBehindError, never reading less than asked without
+//     saying so (snapshot.Poll then reads as far as that replica has
+//     captured); a change read resumed after a transient error is held to
+//     its first upper bound the same way. Seeks and row
 //     counts are not checked: a bound from an older state is still a
 //     correct bound.
 //   - Pointing the DSN at one secondary's own address, not the listener,

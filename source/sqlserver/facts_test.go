@@ -218,7 +218,7 @@ func TestChangesComeFromTheChangeTableWithCommandID(t *testing.T) {
 	ctx := context.Background()
 	read := func(s *Source) [][2]string {
 		t.Helper()
-		rr, err := s.ReadChanges(ctx, readTestInstance(), mustLSN("0x0000002A00000F380001"), lsn.Max)
+		rr, err := s.ReadChanges(ctx, readTestInstance(), mustLSN("0x0000002A00000F380001"), l)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,7 +273,7 @@ func TestChangesComeFromTheChangeTableWithCommandID(t *testing.T) {
 	mu.Unlock()
 	// By default the fallback is refused, naming the grant.
 	strict, _ := newTestSource(t, f, Options{})
-	rr, err := strict.ReadChanges(ctx, readTestInstance(), mustLSN("0x0000002A00000F380001"), lsn.Max)
+	rr, err := strict.ReadChanges(ctx, readTestInstance(), mustLSN("0x0000002A00000F380001"), l)
 	if err == nil {
 		rr.Release()
 		t.Fatal("the default read through the change function")

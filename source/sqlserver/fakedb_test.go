@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"io"
 	"strings"
 	"sync"
@@ -83,11 +84,21 @@ func (c *fakeConn) QueryContext(_ context.Context, q string, nv []driver.NamedVa
 		args[i] = v.Value
 	}
 	cols, rows, err := c.db.handler(q, args)
+	var cut midStream
+	if errors.As(err, &cut) {
+		return &fakeRows{cols: cols, rows: rows, err: cut.err}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
 	return &fakeRows{cols: cols, rows: rows}, nil
 }
+
+// midStream, returned by a handler with rows, fails the result with err
+// after those rows (a statement cut mid-stream).
+type midStream struct{ err error }
+
+func (m midStream) Error() string { return "after the rows: " + m.err.Error() }
 
 type fakeRows struct {
 	cols []string

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	mssql "github.com/microsoft/go-mssqldb"
+
+	"github.com/cdcsnap/cdcsnap/source"
 )
 
 // transientNumbers are the SQL Server error numbers after which the same
@@ -152,6 +154,10 @@ func max0(f float64) float64 {
 type retrier struct {
 	policy Retry
 	done   int
+	// behind makes a *source.ReplicaBehindError retryable too: a resumed
+	// change read on a connection whose replica lags the first one's
+	// (another connection, or the same replica later, can reach it).
+	behind bool
 	// sleep waits d or until ctx ends; tests replace it.
 	sleep func(ctx context.Context, d time.Duration) error
 }
@@ -162,7 +168,7 @@ func newRetrier(p Retry) *retrier { return &retrier{policy: p, sleep: sleepCtx} 
 // waiting; it returns the error to give up with otherwise (err itself, or
 // the context's error when ctx ended during the pause).
 func (r *retrier) again(ctx context.Context, err error) (bool, error) {
-	if !Transient(err) || ctx.Err() != nil || r.done >= r.policy.attempts() {
+	if !r.retryable(err) || ctx.Err() != nil || r.done >= r.policy.attempts() {
 		return false, err
 	}
 	r.done++
@@ -170,6 +176,11 @@ func (r *retrier) again(ctx context.Context, err error) (bool, error) {
 		return false, err
 	}
 	return true, nil
+}
+
+// retryable reports whether err is one this read runs again after.
+func (r *retrier) retryable(err error) bool {
+	return Transient(err) || r.behind && errors.Is(err, source.ErrReplicaBehind)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

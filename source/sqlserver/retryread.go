@@ -2,6 +2,7 @@ package sqlserver
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -60,8 +61,8 @@ func newRetries(mp metric.MeterProvider) (retries, error) {
 // err, whether to run it again: for a transient error within rt's budget
 // it logs the retry, counts it, waits the pause, and returns true.
 func (s *Source) again(ctx context.Context, rt *retrier, op, ci string, err error) bool {
-	if !Transient(err) || rt.done >= rt.policy.attempts() || ctx.Err() != nil {
-		if Transient(err) && ctx.Err() == nil {
+	if !rt.retryable(err) || rt.done >= rt.policy.attempts() || ctx.Err() != nil {
+		if rt.retryable(err) && ctx.Err() == nil {
 			s.log.WarnContext(ctx, "sqlserver: transient error, retries used up", "operation", op, "capture_instance", ci, "retries", rt.done, "error_number", ServerErrorNumber(err), "error", err)
 		}
 		return false
@@ -96,40 +97,99 @@ func (s *Source) retrying(ctx context.Context, rt *retrier, op, ci string, f fun
 	}
 }
 
-// skipRows is a rowSource that drops the first n rows of another: a change
-// read resumed at an LSN whose first rows were already decoded.
-type skipRows struct {
-	rowSource
-	n int64
+// changeID is where a change row sits within its LSN: the change table's
+// unique clustered index is (__$start_lsn, __$command_id, __$seqval,
+// __$operation) on servers with __$command_id (FACTS.md F10), the order
+// ChangeTableStatement reads in; the change function has no __$command_id,
+// and nothing documents (__$start_lsn, __$seqval, __$operation), its order,
+// as unique (F54).
+type changeID struct {
+	cmd    any // __$command_id (int64), nil through the change function
+	seqval []byte
+	op     any
 }
 
-func (s *skipRows) Next() bool {
-	for ; s.n > 0; s.n-- {
-		if !s.rowSource.Next() {
-			return false
-		}
+// changeIDOf reads the identity of a change row's driver values (the
+// select list of changeSelect: __$start_lsn, __$seqval, __$operation, then
+// __$command_id when read).
+func changeIDOf(vals []any, commandID bool) changeID {
+	id := changeID{op: vals[2]}
+	id.seqval, _ = vals[1].([]byte)
+	if commandID {
+		id.cmd = vals[3]
 	}
-	return s.rowSource.Next()
+	return id
 }
 
-// lsnPosition follows a change read: the LSN of the last row decoded and
-// how many rows of that LSN were decoded. The rows within an LSN come in
-// a fixed order (the change table's unique key __$start_lsn, __$seqval,
-// __$operation ends changeOrder), so a read again from that LSN can drop
-// that many rows and go on exactly after the last.
-type lsnPosition struct {
-	lsn  []byte
-	same int64
+// compare orders two identities as the read's ORDER BY does.
+func (a changeID) compare(b changeID) int {
+	x, _ := a.cmd.(int64)
+	y, _ := b.cmd.(int64)
+	if c := cmp.Compare(x, y); c != 0 {
+		return c
+	}
+	if c := bytes.Compare(a.seqval, b.seqval); c != 0 {
+		return c
+	}
+	x, _ = a.op.(int64)
+	y, _ = b.op.(int64)
+	return cmp.Compare(x, y)
 }
 
-func (p *lsnPosition) observe(vals []any) {
+// changePosition follows a change read: the LSN and the identity of the
+// last row decoded, and whether two rows of that LSN shared an identity
+// (rows come ordered, so such rows are adjacent).
+type changePosition struct {
+	commandID bool
+	lsn       []byte
+	last      changeID
+	tied      bool
+}
+
+func (p *changePosition) observe(vals []any) {
 	l, _ := vals[0].([]byte)
+	id := changeIDOf(vals, p.commandID)
 	if p.lsn != nil && bytes.Equal(l, p.lsn) {
-		p.same++
-		return
+		p.tied = p.tied || id.compare(p.last) == 0
+	} else {
+		p.lsn, p.tied = append(p.lsn[:0], l...), false
 	}
-	p.lsn = append(p.lsn[:0], l...)
-	p.same = 1
+	id.seqval = append([]byte(nil), id.seqval...) // the driver reuses its buffer
+	p.last = id
+}
+
+// errTiedChanges refuses a resume that cannot tell the rows of an LSN
+// apart: two of them share an identity (changeID), so which of them the
+// first read returned is not known.
+func errTiedChanges(ci string, at []byte, commandID bool) error {
+	id := "__$seqval and __$operation (the change function has no __$command_id)"
+	if commandID {
+		id = "__$command_id, __$seqval and __$operation"
+	}
+	return fmt.Errorf("%w: sqlserver: changes of %q: two change rows at LSN 0x%X share %s, so a read cut among them cannot resume exactly; read again from the start", source.ErrTransient, ci, at, id)
+}
+
+// afterChange returns the drop function of a change read resumed at the
+// LSN of pos (its first rows): it drops that LSN's rows at or before the
+// last one decoded, and fails when two rows of that LSN up to the first
+// one kept share an identity (the order among them, and so which were
+// read, is not known).
+func afterChange(ci string, pos *changePosition) func(vals []any) (bool, error) {
+	at, last, commandID := pos.lsn, pos.last, pos.commandID
+	var prev *changeID
+	return func(vals []any) (bool, error) {
+		l, _ := vals[0].([]byte)
+		if !bytes.Equal(l, at) {
+			return false, nil
+		}
+		id := changeIDOf(vals, commandID)
+		if prev != nil && id.compare(*prev) == 0 {
+			return false, errTiedChanges(ci, at, commandID)
+		}
+		id.seqval = append([]byte(nil), id.seqval...)
+		prev = &id
+		return id.compare(last) <= 0, nil
+	}
 }
 
 // rangePosition follows a range read: the driver values of the key
@@ -165,52 +225,59 @@ func sameDriverValue(a, b any) bool {
 	return a == b
 }
 
-// afterKey is a rowSource over a range read resumed at the last key
-// returned (its lower bound inclusive): it drops the first row when its
-// key is that key, the row already read.
-type afterKey struct {
+// dropLeading is a rowSource over a read resumed before its last row: it
+// drops the rows at its start that drop says were read already, until the
+// first it keeps; an error from drop ends the read with it.
+type dropLeading struct {
 	rowSource
-	pos     *rangePosition
-	last    []any
+	drop    func(vals []any) (bool, error)
 	started bool
 	buf     []driverValue
 	ptrs    []any
+	vals    []any
 	held    bool
+	err     error
 }
 
-func (a *afterKey) Next() bool {
+func (a *dropLeading) Next() bool {
 	if a.started {
 		a.held = false
-		return a.rowSource.Next()
+		return a.err == nil && a.rowSource.Next()
 	}
 	a.started = true
-	if !a.rowSource.Next() {
-		return false
-	}
 	cols, err := a.rowSource.Columns()
 	if err != nil {
-		return true // Scan reports it
+		a.err = err
+		return false
 	}
 	a.buf = make([]driverValue, len(cols))
 	a.ptrs = make([]any, len(cols))
+	a.vals = make([]any, len(cols))
 	for i := range a.buf {
 		a.ptrs[i] = &a.buf[i]
 	}
-	if err := a.rowSource.Scan(a.ptrs...); err != nil {
-		return true
+	for a.rowSource.Next() {
+		if err := a.rowSource.Scan(a.ptrs...); err != nil {
+			a.err = err
+			return false
+		}
+		for i := range a.buf {
+			a.vals[i] = a.buf[i].v
+		}
+		drop, err := a.drop(a.vals)
+		if err != nil {
+			a.err = err
+			return false
+		}
+		if !drop {
+			a.held = true
+			return true
+		}
 	}
-	same := true
-	for i, j := range a.pos.at {
-		same = same && sameDriverValue(a.buf[j].v, a.last[i])
-	}
-	if !same {
-		a.held = true
-		return true
-	}
-	return a.rowSource.Next()
+	return false
 }
 
-func (a *afterKey) Scan(dest ...any) error {
+func (a *dropLeading) Scan(dest ...any) error {
 	if !a.held {
 		return a.rowSource.Scan(dest...)
 	}
@@ -222,6 +289,32 @@ func (a *afterKey) Scan(dest ...any) error {
 		dv.v = a.buf[i].v
 	}
 	return nil
+}
+
+func (a *dropLeading) Err() error {
+	if a.err != nil {
+		return a.err
+	}
+	return a.rowSource.Err()
+}
+
+// afterKey returns the drop function of a range read resumed at the last
+// key returned (its lower bound inclusive): the first row, when its key is
+// that key, was read already.
+func afterKey(pos *rangePosition) func(vals []any) (bool, error) {
+	last := append([]any(nil), pos.last...)
+	first := true
+	return func(vals []any) (bool, error) {
+		if !first {
+			return false, nil
+		}
+		first = false
+		same := true
+		for i, j := range pos.at {
+			same = same && sameDriverValue(vals[j], last[i])
+		}
+		return same, nil
+	}
 }
 
 // lastKeyBound turns the key values of the last row read into a bound, or

@@ -850,8 +850,7 @@ func (s *Source) ReadRange(ctx context.Context, ci *source.CaptureInstance, r ke
 			}
 			if resumeAt {
 				s.log.InfoContext(ctx, "sqlserver: range read resumed after its last key", "capture_instance", ci.Name, "range", r.String(), "after", fmt.Sprint(pos.last))
-				last := append([]any(nil), pos.last...)
-				return &afterKey{rowSource: nrows, pos: pos, last: last}, false, nil
+				return &dropLeading{rowSource: nrows, drop: afterKey(pos)}, false, nil
 			}
 			return nrows, true, nil
 		}
@@ -893,10 +892,13 @@ func (s *Source) caughtUp(ctx context.Context, cn *conn, ci *source.CaptureInsta
 // minimum meanwhile, and as is a minimum that cleanup raised above from
 // while the rows were read (rows below it may have been deleted before the
 // read reached them). A minimum of zero (the instance was dropped, or the
-// login may not read it) is a *source.AccessError. to is clamped to
-// sys.fn_cdc_get_max_lsn (the change function refuses an upper bound
-// beyond it). A new instance whose minimum LSN is still NULL has no changes
-// to read yet: an empty reader.
+// login may not read it) is a *source.AccessError. A to above
+// sys.fn_cdc_get_max_lsn on the reading connection (a readable secondary
+// behind the one to came from, an LSN the capture job has not mapped yet)
+// is a *source.ReplicaBehindError, never a shorter read; so is a read
+// that, cut by a transient error, resumes on a connection whose maximum is
+// below to, once its retries are spent. A new instance whose minimum LSN is
+// still NULL has no changes to read yet: an empty reader.
 //
 // The minimum and maximum, the rows and the end check run on one
 // connection, so behind a listener with read-only routing they come from
@@ -944,24 +946,34 @@ func (s *Source) ReadChanges(ctx context.Context, ci *source.CaptureInstance, fr
 		cr.close(true)
 		return nil, fmt.Errorf("sqlserver: capture instance %q: %w", ci.Name, err)
 	}
-	var pos lsnPosition
+	pos := &changePosition{commandID: cr.commandID}
 	r := newRowsReader(d, cr.rows, s.batchRows(0), func() { cr.close(ctx.Err() != nil) }, func(err error) error { return cr.wrap(ctx, markTransient(ctx, err)) })
 	r.observe = pos.observe
 	// A read cut by a transient error goes on from the LSN of the last
-	// row decoded, dropping the rows of that LSN already decoded: within
-	// an LSN the order is fixed (lsnPosition), and the rows up to the
-	// first read's upper bound are already captured, so the second read
-	// returns the same rows.
+	// row decoded, on a new connection, dropping that LSN's rows up to
+	// and including the last one decoded by identity (changeID): the rows
+	// up to the first read's upper bound are captured, so the second read
+	// returns the same rows, in the order of a key that is unique on the
+	// change table. The change function's order is not known to be total:
+	// two rows of one LSN sharing an identity refuse the resume
+	// (errTiedChanges). A resume never reads to less than the first read:
+	// a connection whose max LSN is below it is retried like a transient
+	// error, then fails (FACTS.md F56).
 	r.resume = func(err error, _, _ int64) (rowSource, bool, error) {
 		cr.close(true)
-		at, skip := from, int64(0)
+		at := from
+		var drop func([]any) (bool, error)
 		if pos.lsn != nil {
+			if pos.tied {
+				return nil, false, errors.Join(err, errTiedChanges(ci.Name, pos.lsn, pos.commandID))
+			}
 			l, lerr := lsn.FromBytes(pos.lsn)
 			if lerr != nil {
 				return nil, false, lerr
 			}
-			at, skip = l, pos.same
+			at, drop = l, afterChange(ci.Name, pos)
 		}
+		rt.behind = true
 		for s.again(ctx, rt, OpReadChanges, ci.Name, err) {
 			next, oerr := s.openChanges(ctx, ci, at, cr.to)
 			switch {
@@ -976,8 +988,11 @@ func (s *Source) ReadChanges(ctx context.Context, ci *source.CaptureInstance, fr
 				return nil, false, fmt.Errorf("sqlserver: changes of %q: the read resumed at %s from %s, not from what it began with: the order within an LSN differs", ci.Name, at, map[bool]string{true: "the change table", false: "the change function"}[next.commandID])
 			}
 			cr = next
-			s.log.InfoContext(ctx, "sqlserver: change read resumed after its last row", "capture_instance", ci.Name, "at", at.String(), "skipped", skip)
-			return &skipRows{rowSource: next.rows, n: skip}, false, nil
+			s.log.InfoContext(ctx, "sqlserver: change read resumed after its last row", "capture_instance", ci.Name, "at", at.String())
+			if drop == nil {
+				return next.rows, false, nil
+			}
+			return &dropLeading{rowSource: next.rows, drop: drop}, false, nil
 		}
 		return nil, false, err
 	}
@@ -998,12 +1013,11 @@ func (s *Source) ReadChanges(ctx context.Context, ci *source.CaptureInstance, fr
 }
 
 // changeRead is one change read's connection and rows (nil when there is
-// nothing to read: the minimum LSN is still NULL, or the interval is empty
-// once clamped).
+// nothing to read: the minimum LSN is still NULL).
 type changeRead struct {
 	s         *Source
 	ci        *source.CaptureInstance
-	from, to  lsn.LSN // to clamped to the maximum LSN
+	from, to  lsn.LSN
 	min       lsn.LSN
 	cn        *conn
 	rows      *sql.Rows
@@ -1043,14 +1057,14 @@ func (cr *changeRead) wrap(ctx context.Context, err error) error {
 
 // openChanges takes a connection and starts the read of the changes of ci
 // from from to to: the minimum LSN first (from below it is a
-// *source.DataLossError, NULL nothing to read), to clamped to the maximum
-// LSN, then the rows, all on that one connection (FACTS.md F56).
+// *source.DataLossError, NULL nothing to read), the maximum LSN (below to
+// a *source.ReplicaBehindError), then the rows, all on that one connection
+// (FACTS.md F56).
 func (s *Source) openChanges(ctx context.Context, ci *source.CaptureInstance, from, to lsn.LSN) (*changeRead, error) {
 	// One connection for the bounds, the rows and the end check: behind a
 	// listener with read-only routing, two connections can reach two
-	// replicas, and a maximum read on one would clamp a read on another
-	// that has not applied those changes yet, which the caller would never
-	// ask for again (FACTS.md F56).
+	// replicas, and a maximum read on one says nothing of what another
+	// has applied (FACTS.md F56).
 	c, err := s.db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sqlserver: taking a connection: %w", err)
@@ -1082,12 +1096,12 @@ func (s *Source) openChanges(ctx context.Context, ci *source.CaptureInstance, fr
 		cr.close(false)
 		return nil, err
 	}
-	if max.LSN.Less(cr.to) {
-		cr.to = max.LSN
-	}
-	if cr.to.Less(from) {
+	if max.LSN.Less(to) {
+		// Never a shorter read than asked: the caller would take the
+		// changes above max as read (FACTS.md F56).
 		cr.close(false)
-		return cr, nil
+		s.log.DebugContext(ctx, "sqlserver: the reading connection's max LSN is below the change read's upper bound", "capture_instance", ci.Name, "to", to.String(), "max_lsn", max.LSN.String())
+		return nil, &source.ReplicaBehindError{CaptureInstance: ci.Name, Need: to, Have: max.LSN}
 	}
 	// The change table takes row locks under READ COMMITTED as any table.
 	if err := cr.cn.setLockTimeout(); err != nil {

@@ -212,7 +212,13 @@ func TestReadChangesDataLoss(t *testing.T) {
 	if !errors.As(err, &dl) || !strings.Contains(err.Error(), "313") {
 		t.Fatalf("error 313: %v", err)
 	}
-	rr, err := s.ReadChanges(ctx, ci, mustLSN("0x00000000000000000300"), lsn.Max)
+	// Above the max LSN is no shorter read: the caller would take what
+	// lies above it as read (FACTS.md F56).
+	var rb *source.ReplicaBehindError
+	if _, err = s.ReadChanges(ctx, ci, mustLSN("0x00000000000000000300"), lsn.Max); !errors.As(err, &rb) || rb.Have != max || rb.Need != lsn.Max {
+		t.Fatalf("ReadChanges to above the max LSN: %v, want a *source.ReplicaBehindError having %s", err, max)
+	}
+	rr, err := s.ReadChanges(ctx, ci, mustLSN("0x00000000000000000300"), max)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +228,7 @@ func TestReadChangesDataLoss(t *testing.T) {
 	}
 	rr.Release()
 	if n != 1 || lsn.LSN(changeArgs[1].([]byte)) != max {
-		t.Fatalf("rows %d, upper bound %x (want clamped to max)", n, changeArgs[1])
+		t.Fatalf("rows %d, upper bound %x (want the max)", n, changeArgs[1])
 	}
 	rr, err = s.ReadChanges(ctx, ci, max, min)
 	if err != nil || rr.Next() {
