@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
@@ -209,5 +210,29 @@ func TestListCaptureInstances(t *testing.T) {
 	cancel()
 	if _, err := db.ListCaptureInstances(canceled); !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled: %v", err)
+	}
+}
+
+// F06, F08: a row the capture job writes to cdc.lsn_time_mapping to mark
+// its progress (tran_id 0x00) moves the max LSN without a commit and
+// without change rows; its time is what LSNTime answers (NULL here), and a
+// change read up to it reads the commits below it.
+func TestProgressRowMovesTheMaxLSN(t *testing.T) {
+	db := ordersDB(t, fake.Options{})
+	ci := must[*source.CaptureInstance](t)(db.EnableCDC("dbo", "orders", "dbo_orders"))
+	c1 := must[lsn.LSN](t)(db.Load("dbo", "orders", fake.Row{int64(1), "a", nil}))
+	p := must[lsn.LSN](t)(db.MapProgress(time.Time{}))
+	if !c1.Less(p) || maxLSN(t, db) != p {
+		t.Fatalf("progress row at %s after commit %s: max LSN %s, want the progress row's", p, c1, maxLSN(t, db))
+	}
+	if ts := must[time.Time](t)(db.LSNTime(ctx, p)); !ts.IsZero() {
+		t.Errorf("LSNTime of a progress row with a NULL time: %s", ts)
+	}
+	if rows := readChanges(t, db, ci, ci.StartLSN, p); len(rows) != 1 {
+		t.Errorf("changes up to the progress row: %d, want the commit's 1", len(rows))
+	}
+	m := must[[]fake.MappedCommit](t)(db.Mapping(ctx))
+	if len(m) != 2 || m[0].Progress || !m[1].Progress || m[1].LSN != p {
+		t.Errorf("mapping %+v: want the commit, then the progress row", m)
 	}
 }

@@ -46,7 +46,9 @@ type Options struct {
 	// of one row that changes its key is logged as an update-before (3)
 	// of the old key and an update-after (4) of the new one, where without
 	// it the log holds a delete (1) and an insert (2) (FACTS.md F14). Every
-	// Tx.Update is one row.
+	// Tx.Update is one row. SQL Server does so only for a key that is a
+	// unique index and no constraint (a primary key's update stays 1 and 2
+	// under the flag); the fake does it for every key, a superset.
 	SingletonKeyUpdates bool
 	// DefaultCollation is the collation of string columns that declare
 	// none; empty means DefaultCollation.
@@ -279,8 +281,9 @@ type DB struct {
 
 // lsnTime is one row of cdc.lsn_time_mapping.
 type lsnTime struct {
-	lsn lsn.LSN
-	ts  time.Time
+	lsn  lsn.LSN
+	ts   time.Time
+	idle bool // a progress row: no transaction (tran_id 0x00), ts zero for NULL
 }
 
 type readFault struct {

@@ -18,8 +18,9 @@ import (
 // Order is where a bronze row sorts in the latest-image merge: by
 // (_start_lsn, _command_id, _seqval, _operation), NULLs first. The last row
 // per key wins; a delete (1) and an update-before (3) remove their key: under
-// SQL Server's trace flag 8207 an update of a key column is logged as 3 and
-// 4, the before image holding the old key (source/sqlserver/FACTS.md F14),
+// SQL Server's trace flag 8207 an update of a key column of a unique index
+// that is no constraint is logged as 3 and 4, the before image holding the
+// old key (source/sqlserver/FACTS.md F14; a primary key's stays 1 and 2),
 // and when the key stays the same the after image (4) follows and wins. A
 // snapshot row (operation 0, stamped with the snapshot's LSN, NULL
 // command id and seqval) sorts before every change read after it. Rows are

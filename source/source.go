@@ -59,11 +59,13 @@ func (e *AmbiguousError) Error() string {
 }
 
 // AccessError means a capture instance the source described cannot be read
-// now: SQL Server answers sys.fn_cdc_get_min_lsn with 0x00… both for an
-// instance that does not exist (dropped, sys.sp_cdc_disable_table) and for
-// a caller who may not read its changes (not in its gating role, or
-// without SELECT on a captured column), and does not say which (FACTS.md
-// F07). It wraps ErrNotFound.
+// now: SQL Server answers sys.fn_cdc_get_min_lsn with 0x00… for an
+// instance that does not exist (dropped, sys.sp_cdc_disable_table), for a
+// caller who may not read its changes (not in its gating role, or without
+// SELECT on a captured column), and, as the seed implementation reports,
+// for an instance enabled so recently that the capture job has not
+// processed its start yet; it does not say which (FACTS.md F07). It wraps
+// ErrNotFound.
 type AccessError struct {
 	CaptureInstance string
 	// Reason says what the source saw.
@@ -72,7 +74,7 @@ type AccessError struct {
 
 // Error implements error.
 func (e *AccessError) Error() string {
-	return fmt.Sprintf("capture instance %q cannot be read: %s (dropped, or the login may no longer read its changes)", e.CaptureInstance, e.Reason)
+	return fmt.Sprintf("capture instance %q cannot be read: %s (dropped; or the login may not read its changes; or enabled so recently that the capture job has not processed its start: then retry once it has run)", e.CaptureInstance, e.Reason)
 }
 
 // Unwrap returns ErrNotFound.
@@ -362,8 +364,11 @@ type Source interface {
 	// cdc.lsn_time_mapping, and the zero time when l is no commit's LSN
 	// (the function returns NULL then: a new instance's start_lsn - 1, an
 	// LSN between two commits, one the capture job has not mapped yet).
-	// The max LSN is a commit's. SQL Server keeps the server's local wall
-	// clock; a source converts it in the server's zone.
+	// The max LSN is a commit's, or a row the capture job writes to mark
+	// its progress in a quiet period (no transaction: tran_id 0x00), whose
+	// time no documentation defines; LSNTime answers it as the function
+	// does. SQL Server keeps the server's local wall clock; a source
+	// converts it in the server's zone.
 	LSNTime(ctx context.Context, l lsn.LSN) (time.Time, error)
 
 	// IntKeyBounds returns MIN and MAX of the single integer key column of

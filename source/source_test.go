@@ -153,3 +153,17 @@ func TestSplitOn(t *testing.T) {
 		t.Error("a key with no KeyIndex is unique (a capture instance's own)")
 	}
 }
+
+// An AccessError names the three things SQL Server's 0x00… minimum LSN
+// can mean (FACTS.md F07), the just-enabled instance with what to do.
+func TestAccessErrorNamesEveryCause(t *testing.T) {
+	err := error(&source.AccessError{CaptureInstance: "dbo_t", Reason: "sys.fn_cdc_get_min_lsn returned 0x00000000000000000000"})
+	for _, want := range []string{"dropped", "may not read its changes", "enabled so recently", "retry once it has run"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q lacks %q", err, want)
+		}
+	}
+	if !errors.Is(err, source.ErrNotFound) {
+		t.Errorf("%v does not wrap ErrNotFound", err)
+	}
+}

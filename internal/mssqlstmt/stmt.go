@@ -237,18 +237,27 @@ func TimeZoneIDStatement() Stmt { return Stmt{SQL: "SELECT CURRENT_TIMEZONE_ID()
 // or below upTo whose tran_end_time, inside [start, end) (the wall clocks
 // of an hour a fall-back repeats), reads more than a minute before the
 // commit before it: the server's clock went back there, and from that
-// commit on the hour is read the second time (FACTS.md F84). It scans the
-// mapping (its key is start_lsn) from the last commit before start, found
-// by a backward seek from upTo, to upTo. One row, or none.
+// commit on the hour is read the second time (FACTS.md F84). Only rows of
+// transactions count (tran_id <> 0x00, as Debezium's max transaction LSN
+// reads them): the rows the capture job writes to mark its progress in a
+// quiet period have no transaction, and no page says what their time is
+// (F08). It scans the mapping by its key, start_lsn, up to upTo, from the
+// last transaction that reads more than a minute before start, found by a
+// seek on the mapping's tran_end_time index (lsn_time_mapping_nonunique_idx,
+// as the seed implementation's _before seeks it): with the clock's jitter
+// under a minute, that one precedes every commit of the hour in LSN order.
+// The lower bound is a column of a derived table joined by CROSS APPLY, the
+// form the seed implementation found seeks the key (a subquery in the WHERE
+// scanned). One row, or none.
 func ClockBackStatement(upTo lsn.LSN, start, end time.Time) Stmt {
 	return Stmt{
-		SQL: "SELECT TOP (@p5) [d].[start_lsn] FROM (SELECT [m].[start_lsn], [m].[tran_end_time], " +
-			"LAG([m].[tran_end_time]) OVER (ORDER BY [m].[start_lsn]) AS [prev] FROM [cdc].[lsn_time_mapping] AS [m] " +
-			"WHERE [m].[start_lsn] <= @p1 AND [m].[start_lsn] >= ISNULL((SELECT TOP (@p5) [b].[start_lsn] FROM [cdc].[lsn_time_mapping] AS [b] " +
-			"WHERE [b].[start_lsn] <= @p1 AND [b].[tran_end_time] < @p2 ORDER BY [b].[start_lsn] DESC), @p4)) AS [d] " +
+		SQL: "SELECT TOP (@p5) [d].[start_lsn] FROM (SELECT ISNULL((SELECT TOP (@p5) [b].[start_lsn] FROM [cdc].[lsn_time_mapping] AS [b] " +
+			"WHERE [b].[tran_end_time] < DATEADD(minute, @p6, @p2) AND [b].[tran_id] <> @p7 ORDER BY [b].[tran_end_time] DESC), @p4) AS [lo]) AS [s] " +
+			"CROSS APPLY (SELECT [m].[start_lsn], [m].[tran_end_time], LAG([m].[tran_end_time]) OVER (ORDER BY [m].[start_lsn]) AS [prev] " +
+			"FROM [cdc].[lsn_time_mapping] AS [m] WHERE [m].[start_lsn] >= [s].[lo] AND [m].[start_lsn] <= @p1 AND [m].[tran_id] <> @p7) AS [d] " +
 			"WHERE [d].[tran_end_time] >= @p2 AND [d].[tran_end_time] < @p3 AND [d].[tran_end_time] < DATEADD(minute, @p6, [d].[prev]) " +
 			"ORDER BY [d].[start_lsn]",
-		Args: []any{upTo.Bytes(), civil.DateTimeOf(start), civil.DateTimeOf(end), lsn.LSN{}.Bytes(), int64(1), int64(-1)},
+		Args: []any{upTo.Bytes(), civil.DateTimeOf(start), civil.DateTimeOf(end), lsn.LSN{}.Bytes(), int64(1), int64(-1), []byte{0}},
 	}
 }
 

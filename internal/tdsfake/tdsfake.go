@@ -93,8 +93,14 @@ type Options struct {
 	TimeZoneID string
 	// ProductMajorVersion is SERVERPROPERTY('ProductMajorVersion'): 0 is
 	// 16 (SQL Server 2022). Below 16 the server has no
-	// CURRENT_TIMEZONE_ID() and answers it with error 195.
+	// CURRENT_TIMEZONE_ID() and answers it with error 195, unless it is
+	// Azure SQL (EngineEdition 5 or 8).
 	ProductMajorVersion int
+	// EngineEdition is SERVERPROPERTY('EngineEdition'): 0 is 3
+	// (Enterprise, Developer); 5 is Azure SQL Database, whose
+	// CURRENT_TIMEZONE_ID() names a database-scoped zone when one is set
+	// (TimeZoneID), UTC otherwise (FACTS.md F37).
+	EngineEdition int
 }
 
 // Server is a fake.DB served over TDS on a loopback port.
@@ -263,9 +269,13 @@ func (h *handler) serve(ctx context.Context, req *tdsserver.Request, w *tdsserve
 		if err := w.Columns([]tdsserver.Column{{Name: "major", Type: "int", Nullable: true}, {Name: "edition", Type: "int", Nullable: true}}); err != nil {
 			return err
 		}
-		return w.Row(int64(major), int64(3)) // 3: Enterprise, Developer
+		edition := h.opts.EngineEdition
+		if edition == 0 {
+			edition = 3 // Enterprise, Developer
+		}
+		return w.Row(int64(major), int64(edition))
 	case sql == sqlZoneID:
-		if h.opts.ProductMajorVersion != 0 && h.opts.ProductMajorVersion < 16 {
+		if h.opts.ProductMajorVersion != 0 && h.opts.ProductMajorVersion < 16 && h.opts.EngineEdition != 5 && h.opts.EngineEdition != 8 {
 			return w.Error(195, 15, 10, "'CURRENT_TIMEZONE_ID' is not a recognized built-in function name.")
 		}
 		id := h.opts.TimeZoneID
@@ -277,7 +287,7 @@ func (h *handler) serve(ctx context.Context, req *tdsserver.Request, w *tdsserve
 		}
 		return w.Row(id)
 	case sql == sqlClockBack:
-		return h.clockBack(ctx, a, w)
+		return h.clockBack(ctx, sql, a, w)
 	case sql == sqlMaxLSN:
 		if h.opts.ReplicaMaxLSN != nil {
 			if l, ok := h.opts.ReplicaMaxLSN(req.ConnID, req.Login); ok {
@@ -827,10 +837,13 @@ func (h *handler) wall(t time.Time) time.Time {
 }
 
 // clockBack answers ClockBackStatement from cdc.lsn_time_mapping (the
-// fake's commit times as the server's wall clock): the first commit at or
+// fake's commit times as the server's wall clock): the first row at or
 // below @p1 whose time, in [@p2, @p3), reads more than a minute before the
-// commit before it, scanning from the last commit before @p2.
-func (h *handler) clockBack(ctx context.Context, a args, w *tdsserver.ResponseWriter) error {
+// row before it, scanning from the row that reads last before @p2 less a
+// minute. A NULL time compares as SQL compares it (never), and the
+// progress rows (tran_id 0x00) count only when the statement does not
+// leave them out: it answers what the text asks.
+func (h *handler) clockBack(ctx context.Context, sql string, a args, w *tdsserver.ResponseWriter) error {
 	if h.opts.DenyChangeTables {
 		// A login without SELECT on schema cdc (FACTS.md F11).
 		return w.Error(229, 14, 5, "The SELECT permission was denied on the object 'lsn_time_mapping', database 'cdcsnap', schema 'cdc'.")
@@ -856,24 +869,33 @@ func (h *handler) clockBack(ctx context.Context, a args, w *tdsserver.ResponseWr
 			*x = t
 		}
 	}
-	mapping, err := h.db.Mapping(ctx)
+	all, err := h.db.Mapping(ctx)
 	if err != nil {
 		return err
 	}
-	first := 0
-	for i, m := range mapping {
-		if upTo.Less(m.LSN) {
-			mapping = mapping[:i]
-			break
+	transactions := strings.Contains(sql, "[tran_id] <> ")
+	// The seek: the last row in time that reads before start less a
+	// minute (ties: the highest LSN); the zero LSN when none does.
+	var lo lsn.LSN
+	var loAt time.Time
+	for _, m := range all {
+		if t := h.wall(m.Time); !(transactions && m.Progress) && !m.Time.IsZero() && t.Before(start.Add(-time.Minute)) && !t.Before(loAt) {
+			lo, loAt = m.LSN, t
 		}
-		if h.wall(m.Time).Before(start) {
-			first = i
+	}
+	var mapping []fake.MappedCommit
+	for _, m := range all {
+		if !(transactions && m.Progress) && !m.LSN.Less(lo) && !upTo.Less(m.LSN) {
+			mapping = append(mapping, m)
 		}
 	}
 	if err := w.Columns(lsnColumn("start_lsn")); err != nil {
 		return err
 	}
-	for i := first + 1; i < len(mapping); i++ {
+	for i := 1; i < len(mapping); i++ {
+		if mapping[i].Time.IsZero() || mapping[i-1].Time.IsZero() {
+			continue // NULL
+		}
 		t, prev := h.wall(mapping[i].Time), h.wall(mapping[i-1].Time)
 		if !t.Before(start) && t.Before(end) && t.Before(prev.Add(-time.Minute)) {
 			return w.Row(mapping[i].LSN.Bytes())

@@ -39,7 +39,7 @@ func (f Fault) String() string {
 // TransientFault returns the fault of SQL Server error number n after
 // afterRows rows, with the class and message SQL Server sends for it
 // (sys.messages; Database Engine events and errors 1000-1999, 3000-3999,
-// 40000-49999), or a dropped connection for n == 0. An unknown number gets
+// 40000-49999; Azure SQL's list of transient fault error codes), or a dropped connection for n == 0. An unknown number gets
 // class 16 and a generic message.
 func TransientFault(n int32, afterRows int64) Fault {
 	if n == 0 {
@@ -53,6 +53,10 @@ func TransientFault(n int32, afterRows int64) Fault {
 		f.Class, f.State, f.Message = 13, 51, "Transaction (Process ID 61) was deadlocked on lock resources with another process and has been chosen as the deadlock victim. Rerun the transaction."
 	case 1222:
 		f.Message = "Lock request time out period exceeded."
+	case 615:
+		f.Class, f.Message = 21, "Could not find database ID 5, name 'cdcsnap'. The database may be offline. Wait a few minutes and try again."
+	case 926:
+		f.Class, f.Message = 14, "Database 'replicatedmaster' cannot be opened. It has been marked SUSPECT by recovery. See the SQL Server errorlog for more information."
 	case 3960:
 		f.Message = "Snapshot isolation transaction aborted due to update conflict."
 	case 3961:

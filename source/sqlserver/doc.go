@@ -64,9 +64,11 @@
 //     LSN only (NULL for any other, F08); change rows take them from
 //     cdc.lsn_time_mapping by join, not by a scalar function per row (F42).
 //     The zone is Options.ServerTimeZone, else the one SQL Server 2022 and
-//     Azure SQL name (CURRENT_TIMEZONE_ID, mapped by CLDR's windowsZones),
-//     else the server's current UTC offset (an hour off across a
-//     daylight-saving change) (F37); the hour a fall-back repeats is read
+//     Azure SQL name (CURRENT_TIMEZONE_ID, mapped by CLDR's windowsZones;
+//     on Azure SQL Database, whose instance runs on UTC, another name comes
+//     from a database-scoped time zone that commit times may not follow,
+//     and is refused with ErrZoneUnknown), else the server's current UTC
+//     offset (an hour off across a daylight-saving change) (F37); the hour a fall-back repeats is read
 //     in LSN order (F84).
 //
 // # Statements

@@ -678,25 +678,35 @@ func parseMinLSN(ci string, rs resultSet) (lsn.LSN, bool, error) {
 	return n.LSN, true, nil
 }
 
-// parseServerVersion reads ServerVersionStatement's row: whether the
-// server has CURRENT_TIMEZONE_ID() (major version 16 or later, or engine
-// edition 5 or 8: Azure SQL Database, Managed Instance; FACTS.md F37).
-func parseServerVersion(rs resultSet) (bool, error) {
+// serverVersion is what ServerVersionStatement tells of a server's zone.
+type serverVersion struct {
+	// namesZone: the server has CURRENT_TIMEZONE_ID() (major version 16
+	// or later, or engine edition 5 or 8: Azure SQL Database, Managed
+	// Instance; FACTS.md F37).
+	namesZone bool
+	// azureSQLDatabase: engine edition 5, whose instance runs on UTC while
+	// a database-scoped TIME_ZONE or SET TIME ZONE can make
+	// CURRENT_TIMEZONE_ID() name another zone (F37).
+	azureSQLDatabase bool
+}
+
+// parseServerVersion reads ServerVersionStatement's row.
+func parseServerVersion(rs resultSet) (serverVersion, error) {
 	const what = "SERVERPROPERTY"
 	if len(rs.Rows) != 1 {
-		return false, fmt.Errorf("sqlserver: %s: want one row, have %d", what, len(rs.Rows))
+		return serverVersion{}, fmt.Errorf("sqlserver: %s: want one row, have %d", what, len(rs.Rows))
 	}
 	var v [2]int64
 	for i, n := range []string{"major", "edition"} {
 		j, err := rs.col(what, n)
 		if err != nil {
-			return false, err
+			return serverVersion{}, err
 		}
 		if v[i], _, err = asInt(what+" "+n, rs.Rows[0][j]); err != nil {
-			return false, err
+			return serverVersion{}, err
 		}
 	}
-	return v[0] >= 16 || v[1] == 5 || v[1] == 8, nil
+	return serverVersion{namesZone: v[0] >= 16 || v[1] == 5 || v[1] == 8, azureSQLDatabase: v[1] == 5}, nil
 }
 
 // parseTimeZoneID reads TimeZoneIDStatement's row: a Windows time zone name.

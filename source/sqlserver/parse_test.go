@@ -77,12 +77,12 @@ func TestParseSmallResults(t *testing.T) {
 		{Columns: []string{"major", "edition"}, Rows: [][]any{{int64(12), int64(5)}}},
 		{Columns: []string{"major", "edition"}, Rows: [][]any{{nil, int64(8)}}},
 	} {
-		if names, err := parseServerVersion(rs); !names || err != nil {
-			t.Errorf("%v: names a zone %v, %v", rs.Rows, names, err)
+		if v, err := parseServerVersion(rs); !v.namesZone || v.azureSQLDatabase != (rs.Rows[0][1] == int64(5)) || err != nil {
+			t.Errorf("%v: %+v, %v", rs.Rows, v, err)
 		}
 	}
-	if names, err := parseServerVersion(resultSet{Columns: []string{"major", "edition"}, Rows: [][]any{{int64(15), int64(3)}}}); names || err != nil {
-		t.Errorf("SQL Server 2019: names a zone %v, %v", names, err)
+	if v, err := parseServerVersion(resultSet{Columns: []string{"major", "edition"}, Rows: [][]any{{int64(15), int64(3)}}}); v.namesZone || err != nil {
+		t.Errorf("SQL Server 2019: names a zone %v, %v", v, err)
 	}
 	if !isServerError(mssql.Error{Number: 313}, 313) || isServerError(errors.New("313"), 313) {
 		t.Fatal("isServerError")

@@ -19,12 +19,14 @@ import (
 // transientNumbers are the SQL Server error numbers after which the same
 // read, run again on a new connection after a pause, can succeed
 // (FACTS.md F80): 1205 deadlock victim, 1222 lock request time-out
-// (Options.LockTimeout), 1204 no lock resource, 3960 and 3961 snapshot
-// isolation conflicts (a new statement takes a new snapshot), 4221 a
+// (Options.LockTimeout), 1204 no lock resource, 3961 a SNAPSHOT read of an
+// object DDL changed since the transaction's snapshot (a new statement
+// takes a new one; 3960, an update conflict, strikes only writes), 4221 a
 // secondary's login waiting for row versions; Azure SQL's reconfiguration
 // and throttling errors 40197, 40501, 40613, 40143, 40540, 49918, 49919,
-// 49920, 10928, 10929; 4060 a database not open yet during a failover.
-var transientNumbers = []int32{1204, 1205, 1222, 3960, 3961, 4060, 4221, 10928, 10929, 40143, 40197, 40501, 40540, 40613, 49918, 49919, 49920}
+// 49920, 10928, 10929, and 926 and 615 of its list of transient faults;
+// 4060 a database not open yet during a failover.
+var transientNumbers = []int32{615, 926, 1204, 1205, 1222, 3961, 4060, 4221, 10928, 10929, 40143, 40197, 40501, 40540, 40613, 49918, 49919, 49920}
 
 // TransientNumbers returns the SQL Server error numbers a read retries
 // (see Transient), in ascending order.

@@ -14,10 +14,14 @@ import (
 )
 
 func TestTransientClassifiesErrors(t *testing.T) {
-	for _, n := range []int32{1205, 1222, 3960, 3961, 40613, 40197, 40501, 49918, 49919, 49920, 10928, 10929} {
+	for _, n := range []int32{615, 926, 1205, 1222, 3961, 40613, 40197, 40501, 49918, 49919, 49920, 10928, 10929} {
 		if !Transient(fmt.Errorf("reading: %w", mssql.Error{Number: n})) {
 			t.Errorf("error %d: not transient", n)
 		}
+	}
+	// 3960, a snapshot update conflict, strikes only a write (F80).
+	if Transient(mssql.Error{Number: 3960}) {
+		t.Error("error 3960: transient, but no read can get it")
 	}
 	// The number of the last error is not the only one that counts (F21).
 	chain := mssql.Error{Number: 3621, All: []mssql.Error{{Number: 1205}, {Number: 3621}}}

@@ -55,13 +55,21 @@ type Options struct {
 	// Database and Managed Instance answer CURRENT_TIMEZONE_ID() with a
 	// Windows zone name, mapped to its IANA zone by CLDR's windowsZones
 	// (F37; the zone must load: the machine's tz database, or the program
-	// imports time/tzdata). An older server names none: then its UTC offset
+	// imports time/tzdata); on Azure SQL Database, whose instance runs on
+	// UTC, a zone other than UTC there (a database-scoped TIME_ZONE) is an
+	// error wrapping ErrZoneUnknown: whether commit times follow it is
+	// undocumented, so set this. SQL database in Microsoft Fabric, whose
+	// engine edition is neither 5 nor 8, is read by its UTC offset now as
+	// an older server is. An older server names none: then its UTC offset
 	// now (SYSDATETIMEOFFSET, read again at most once a minute, the first
 	// reading logged), right for a server on UTC or on a zone without
 	// daylight saving time, an hour off across a clock change elsewhere:
 	// set this for such a server. In the hour a fall-back repeats, a
-	// commit reads it the second time once the server's clock has gone
-	// back before it in LSN order (F84).
+	// commit reads it the second time once the server's clock is seen
+	// going back before it in LSN order: a commit more than a minute
+	// before the one before it (F84). When every commit before the change
+	// reads earlier than those after it (02:10 CEST, then 02:40 CET), no
+	// step back shows and those read their first time, an hour early.
 	ServerTimeZone *time.Location
 	// AllowChangeFunction lets ReadChanges read a capture instance whose
 	// change table the login may not read through
@@ -114,6 +122,12 @@ func (o Options) lockTimeout() time.Duration {
 // is not set. Grant SELECT on schema cdc (or on the change table) to the
 // login.
 var ErrChangeTableDenied = errors.New("the login may not read the change table")
+
+// ErrZoneUnknown means the source cannot tell the zone the server keeps
+// commit times in, and Options.ServerTimeZone is not set: on Azure SQL
+// Database with a database-scoped time zone (FACTS.md F37). Commit times
+// are not guessed; set Options.ServerTimeZone.
+var ErrZoneUnknown = errors.New("the server's commit-time zone is not known")
 
 // changeTableRetry is how long a capture instance whose change table the
 // login could not read is read through the change function before the
@@ -251,7 +265,8 @@ func (s *Source) namedZone(ctx context.Context) (*time.Location, error) {
 	if err != nil {
 		return nil, err
 	}
-	if names, err := parseServerVersion(rs); err != nil || !names {
+	v, err := parseServerVersion(rs)
+	if err != nil || !v.namesZone {
 		return nil, err
 	}
 	rs, err = s.run(ctx, s.db, "reading the server's time zone", mssqlstmt.TimeZoneIDStatement())
@@ -261,6 +276,9 @@ func (s *Source) namedZone(ctx context.Context) (*time.Location, error) {
 	win, err := parseTimeZoneID(rs)
 	if err != nil {
 		return nil, err
+	}
+	if v.azureSQLDatabase && win != "UTC" {
+		return nil, fmt.Errorf("sqlserver: %w: Azure SQL Database names the time zone %q (a database-scoped TIME_ZONE, ALTER DATABASE SCOPED CONFIGURATION), while its instance runs on UTC; whether cdc.lsn_time_mapping's commit times follow that zone or stay UTC no documentation says (FACTS.md F37): set Options.ServerTimeZone to the zone they are in", ErrZoneUnknown, win)
 	}
 	iana, ok := winzone.IANA(win)
 	if !ok {

@@ -47,7 +47,8 @@ SELECT sys.fn_cdc_map_lsn_to_time(@p1);
 -- @p4 = varbinary 0x00000000000000000000
 -- @p5 = bigint 1
 -- @p6 = bigint -1
-SELECT TOP (@p5) [d].[start_lsn] FROM (SELECT [m].[start_lsn], [m].[tran_end_time], LAG([m].[tran_end_time]) OVER (ORDER BY [m].[start_lsn]) AS [prev] FROM [cdc].[lsn_time_mapping] AS [m] WHERE [m].[start_lsn] <= @p1 AND [m].[start_lsn] >= ISNULL((SELECT TOP (@p5) [b].[start_lsn] FROM [cdc].[lsn_time_mapping] AS [b] WHERE [b].[start_lsn] <= @p1 AND [b].[tran_end_time] < @p2 ORDER BY [b].[start_lsn] DESC), @p4)) AS [d] WHERE [d].[tran_end_time] >= @p2 AND [d].[tran_end_time] < @p3 AND [d].[tran_end_time] < DATEADD(minute, @p6, [d].[prev]) ORDER BY [d].[start_lsn];
+-- @p7 = varbinary 0x00
+SELECT TOP (@p5) [d].[start_lsn] FROM (SELECT ISNULL((SELECT TOP (@p5) [b].[start_lsn] FROM [cdc].[lsn_time_mapping] AS [b] WHERE [b].[tran_end_time] < DATEADD(minute, @p6, @p2) AND [b].[tran_id] <> @p7 ORDER BY [b].[tran_end_time] DESC), @p4) AS [lo]) AS [s] CROSS APPLY (SELECT [m].[start_lsn], [m].[tran_end_time], LAG([m].[tran_end_time]) OVER (ORDER BY [m].[start_lsn]) AS [prev] FROM [cdc].[lsn_time_mapping] AS [m] WHERE [m].[start_lsn] >= [s].[lo] AND [m].[start_lsn] <= @p1 AND [m].[tran_id] <> @p7) AS [d] WHERE [d].[tran_end_time] >= @p2 AND [d].[tran_end_time] < @p3 AND [d].[tran_end_time] < DATEADD(minute, @p6, [d].[prev]) ORDER BY [d].[start_lsn];
 
 -- name: probe/server_version
 -- @p1 = nvarchar N'ProductMajorVersion'
