@@ -80,13 +80,16 @@ type Options struct {
 	// Progress set by this package and, when nil, Logger set to
 	// Options.Logger. CaptureInstance and Progress must be left empty.
 	// What it points to is shared: one rows-per-second Limiter set here
-	// caps every table together.
+	// caps every table together. Partitions is what a large table gets: a
+	// small one gets fewer, one per MinPartitionRows rows (10,000 unless
+	// set; snapshot.Options.PartitionsFor), so a tiny table is one file.
 	Snapshot snapshot.Options
 
 	// PerTable, when set, adjusts one table's copy of Snapshot before the
 	// table starts, from its capture instance as the source described it:
-	// a SplitColumn for a table without a unique index, fewer Partitions
-	// for a small one. Its CaptureInstance and Progress are set after it.
+	// a SplitColumn for a table without a unique index, more Partitions
+	// for one known to be large. Its CaptureInstance and Progress are set
+	// after it.
 	PerTable func(ci *source.CaptureInstance, opts *snapshot.Options)
 
 	// Progress, when set, is called as any table progresses and when a

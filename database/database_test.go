@@ -3,6 +3,7 @@ package database
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -391,7 +392,7 @@ func TestPerTable(t *testing.T) {
 	)
 	res, err := Bootstrap(context.Background(), newProbe(db), Options{Target: "mem://{capture_instance}", Open: newSinks(t).open,
 		Select:   Selection{Schemas: []string{"dbo"}},
-		Snapshot: snapshot.Options{Partitions: 3},
+		Snapshot: snapshot.Options{Partitions: 3, MinPartitionRows: -1},
 		PerTable: func(ci *source.CaptureInstance, o *snapshot.Options) {
 			mu.Lock()
 			seen = append(seen, ci.SourceSchema+"."+ci.SourceTable)
@@ -416,5 +417,48 @@ func TestPerTable(t *testing.T) {
 		if r.Err != nil || r.Snapshot.Partitions != want {
 			t.Errorf("%s: %d partitions (want %d), %v", r.CaptureInstance, r.Snapshot.Partitions, want, r.Err)
 		}
+	}
+}
+
+// TestSmallTablesFewPartitions: one set of snapshot options over tables of
+// 2, 9,000, 25,000 and 45,000 rows (keyed by bigint, and by (region, id)
+// for keyset ranges): each gets the partitions its size is worth, one per
+// snapshot.DefaultMinPartitionRows (10,000) rows by metadata and never
+// more than Partitions, so the 2-row table is one partition, not eight;
+// and every table holds its rows once.
+func TestSmallTablesFewPartitions(t *testing.T) {
+	db := fake.New(fake.Options{})
+	sizes := map[string]int{"tiny": 2, "small": 9_000, "mid": 25_000, "big": 45_000}
+	for name, n := range sizes {
+		for _, composite := range []bool{false, true} {
+			def := fake.TableDef{Schema: "dbo", Name: name, Key: []string{"id"}, CaptureInstance: "dbo_" + name,
+				Columns: []fake.ColumnDef{{Name: "region", Type: "varchar(8)"}, {Name: "id", Type: "bigint"}}}
+			if composite {
+				def.Schema, def.CaptureInstance, def.Key = "sales", "sales_"+name, []string{"region", "id"}
+			}
+			for k := range n {
+				def.Rows = append(def.Rows, fake.Row{fmt.Sprintf("r%d", k%3), int64(k)})
+			}
+			if err := db.CreateTable(def); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	sinks := newSinks(t)
+	res, err := Bootstrap(context.Background(), newProbe(db), Options{Target: "mem://{capture_instance}", Open: sinks.open,
+		Snapshot: snapshot.Options{Partitions: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 8 {
+		t.Fatalf("%d results, want 8", len(res))
+	}
+	for _, r := range res {
+		n := sizes[r.SourceTable]
+		want := map[int]int{2: 1, 9_000: 1, 25_000: 2, 45_000: 4}[n]
+		if r.Err != nil || r.Snapshot.Rows != int64(n) || r.Snapshot.Partitions != want {
+			t.Errorf("%s: %d rows in %d partitions, %v; want %d rows in %d", r.CaptureInstance, r.Snapshot.Rows, r.Snapshot.Partitions, r.Err, n, want)
+		}
+		checkImage(t, db, r.CaptureInstance, sinks.get(r.Target))
 	}
 }

@@ -171,7 +171,7 @@ func TestProofManyInstances(t *testing.T) {
 		onProgress := kill(ctx, cancel)
 		return Bootstrap(ctx, p, Options{
 			Target: "mem://lake/{schema}/{table}", Open: s.open, Tables: 4, Connections: 8,
-			Snapshot: snapshot.Options{Partitions: 3, ReadOptions: snapshot.ReadOptions{BatchRows: 8}},
+			Snapshot: snapshot.Options{Partitions: 3, MinPartitionRows: -1, ReadOptions: snapshot.ReadOptions{BatchRows: 8}},
 			Progress: func(pr Progress) {
 				progressMu.Lock()
 				tablesAtOnce = max(tablesAtOnce, pr.TablesRunning)

@@ -85,7 +85,7 @@ func ExampleRunAll() {
 			return
 		}
 		defer dst.Close()
-		if _, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_" + name, Partitions: 4}); err != nil {
+		if _, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_" + name, Partitions: 4, MinPartitionRows: 250}); err != nil {
 			fmt.Println(err)
 			return
 		}

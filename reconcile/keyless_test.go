@@ -167,7 +167,7 @@ func newHeapWorld(t testing.TB, r *rand.Rand, n int, table bool) *heapWorld {
 	h.snapRows = h.rowCount(t)
 	if whole {
 		var res snapshot.Result
-		h.next, res, err = snapshot.Bootstrap(ctx, h.db, h.dst, snapshot.Options{CaptureInstance: heapCI, Partitions: 1 + r.IntN(3)})
+		h.next, res, err = snapshot.Bootstrap(ctx, h.db, h.dst, snapshot.Options{CaptureInstance: heapCI, Partitions: 1 + r.IntN(3), MinPartitionRows: -1})
 		h.stamp = res.LSN
 	} else {
 		o := snapshot.BackfillOptions{CaptureInstance: heapCI, ChunkRows: 1 + r.Int64N(30)}

@@ -33,7 +33,7 @@ func TestKeyUpdatesLoggedAsUpdates(t *testing.T) {
 			t.Fatal(err)
 		}
 		dst := fake.NewMemSink()
-		from, _, err := snapshot.Bootstrap(ctx, db, dst, snapshot.Options{CaptureInstance: ci.Name, Partitions: 2})
+		from, _, err := snapshot.Bootstrap(ctx, db, dst, snapshot.Options{CaptureInstance: ci.Name, Partitions: 2, MinPartitionRows: -1})
 		if err != nil {
 			t.Fatal(err)
 		}

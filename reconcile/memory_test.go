@@ -188,7 +188,7 @@ func TestMemoryTilesVersusWhole(t *testing.T) {
 	defer tb.Close()
 	if _, err := tb.FindSnapshot(ctx, src.ci.Name); err != nil {
 		start := time.Now()
-		if _, err := snapshot.Take(ctx, src, tb, snapshot.Options{CaptureInstance: src.ci.Name, Partitions: 8}); err != nil {
+		if _, err := snapshot.Take(ctx, src, tb, snapshot.Options{CaptureInstance: src.ci.Name, Partitions: 8, MinPartitionRows: -1}); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("wrote %d rows in %s", rows, time.Since(start).Round(time.Millisecond))

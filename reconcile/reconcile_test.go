@@ -205,7 +205,7 @@ func newWorld(t testing.TB, r *rand.Rand, sh shape, n int, table bool) *world {
 	w.dst = newBronze(t, r, table)
 	var err error
 	if r.IntN(2) == 0 {
-		w.next, _, err = snapshot.Bootstrap(ctx, w.DB, w.dst, snapshot.Options{CaptureInstance: w.CI, Partitions: 1 + r.IntN(4)})
+		w.next, _, err = snapshot.Bootstrap(ctx, w.DB, w.dst, snapshot.Options{CaptureInstance: w.CI, Partitions: 1 + r.IntN(4), MinPartitionRows: -1})
 	} else {
 		o := snapshot.BackfillOptions{CaptureInstance: w.CI, ChunkRows: 1 + r.Int64N(30)}
 		if w.next, _, err = snapshot.BootstrapBackfill(ctx, w.DB, w.dst, o); err == nil {

@@ -50,7 +50,7 @@ func TestEightBootstrapsOneSnapshot(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					<-start
-					_, results[i], errs[i] = snapshot.Bootstrap(ctx, w.DB, tables[i], snapshot.Options{CaptureInstance: w.CI, Partitions: 1 + i%4, ReadOptions: snapshot.ReadOptions{BatchRows: 7}})
+					_, results[i], errs[i] = snapshot.Bootstrap(ctx, w.DB, tables[i], snapshot.Options{CaptureInstance: w.CI, Partitions: 1 + i%4, MinPartitionRows: -1, ReadOptions: snapshot.ReadOptions{BatchRows: 7}})
 				}()
 			}
 			close(start)
@@ -150,7 +150,7 @@ func TestBootstrapsOfTwoInstancesBothLand(t *testing.T) {
 				defer wg.Done()
 				tb := delta.OpenBucket(mem, "mem://two", delta.Options{})
 				defer tb.Close()
-				res, err := snapshot.Take(ctx, w.DB, tb, snapshot.Options{CaptureInstance: ww.CI, Partitions: 3, ReadOptions: snapshot.ReadOptions{BatchRows: 5}})
+				res, err := snapshot.Take(ctx, w.DB, tb, snapshot.Options{CaptureInstance: ww.CI, Partitions: 3, MinPartitionRows: -1, ReadOptions: snapshot.ReadOptions{BatchRows: 5}})
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
@@ -212,7 +212,7 @@ func TestConcurrentResumesOneCommit(t *testing.T) {
 			w := testworld.New(t, r, shapes()[r.IntN(len(shapes()))], 50+r.IntN(150))
 			rows := len(w.Keys)
 			open := tableOpener(t, kind)
-			opts := snapshot.Options{CaptureInstance: w.CI, Partitions: 4 + r.IntN(5), Parallelism: 1 + r.IntN(2), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(20)}}
+			opts := snapshot.Options{CaptureInstance: w.CI, Partitions: 4 + r.IntN(5), MinPartitionRows: -1, Parallelism: 1 + r.IntN(2), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(20)}}
 			w.DB.FailReadAfter(int64(r.IntN(rows)), errBoom)
 			tb0 := open()
 			_, err := snapshot.Take(ctx, w.DB, tb0, opts)

@@ -194,7 +194,7 @@ func crashOnce(t *testing.T, r *rand.Rand, cc crashCase, c int) (fired, passed b
 		}
 		return nil
 	})
-	opts := snapshot.Options{CaptureInstance: w.CI, Partitions: 1 + r.IntN(6), Parallelism: 1 + r.IntN(3), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(25)}}
+	opts := snapshot.Options{CaptureInstance: w.CI, Partitions: 1 + r.IntN(6), MinPartitionRows: -1, Parallelism: 1 + r.IntN(3), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(25)}}
 	tb1 := open()
 	res1, err1 := snapshot.Take(ctx1, w.DB, tb1, opts)
 	first, read := rw.atFirstPage()
@@ -305,7 +305,7 @@ func TestTornCommitIsRefused(t *testing.T) {
 	mem := memblob.OpenBucket(nil)
 	defer mem.Close()
 	tb := delta.OpenBucket(mem, "mem://torn", delta.Options{CheckpointInterval: -1, TargetFileSize: 1024})
-	opts := snapshot.Options{CaptureInstance: w.CI, Partitions: 3}
+	opts := snapshot.Options{CaptureInstance: w.CI, Partitions: 3, MinPartitionRows: -1}
 	if _, err := snapshot.Take(ctx, w.DB, tb, opts); err != nil {
 		t.Fatal(err)
 	}

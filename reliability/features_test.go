@@ -428,7 +428,7 @@ func deltaSchemaJSON(t *testing.T, s *arrow.Schema) map[string]any {
 }
 
 func takeOpts(ft *featTable) snapshot.Options {
-	return snapshot.Options{CaptureInstance: ft.w.CI, Partitions: 4}
+	return snapshot.Options{CaptureInstance: ft.w.CI, Partitions: 4, MinPartitionRows: -1}
 }
 
 // goWrite bootstraps ft's table and appends batches change batches.

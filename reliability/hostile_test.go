@@ -122,7 +122,7 @@ func TestHostileCaptureInstanceNames(t *testing.T) {
 			mem.Close()
 			continue
 		}
-		res, err := snapshot.Take(ctx, db, tb, snapshot.Options{CaptureInstance: name, Partitions: 2})
+		res, err := snapshot.Take(ctx, db, tb, snapshot.Options{CaptureInstance: name, Partitions: 2, MinPartitionRows: -1})
 		if err != nil {
 			t.Fatalf("instance %q: %v", name, err)
 		}
@@ -251,14 +251,14 @@ func TestUnsupportedKeyTypes(t *testing.T) {
 		mem := memblob.OpenBucket(nil)
 		tb := delta.OpenBucket(mem, "mem://keys", delta.Options{})
 		refusedWithNothingWritten(t, "key "+c.want, mem, func() error {
-			_, err := snapshot.Take(ctx, c.src, tb, snapshot.Options{CaptureInstance: "dbo_t", Partitions: 4})
+			_, err := snapshot.Take(ctx, c.src, tb, snapshot.Options{CaptureInstance: "dbo_t", Partitions: 4, MinPartitionRows: -1})
 			return err
 		}, func(err error) bool { return strings.Contains(err.Error(), c.want) })
 		tb.Close()
 		mem.Close()
 	}
 	for _, src := range []keyOverride{{db, "v", "xml"}, {db, "v", "geography"}} {
-		plan, err := snapshot.NewPlan(ctx, src, snapshot.Options{CaptureInstance: "dbo_t", Partitions: 4})
+		plan, err := snapshot.NewPlan(ctx, src, snapshot.Options{CaptureInstance: "dbo_t", Partitions: 4, MinPartitionRows: -1})
 		if err != nil {
 			t.Errorf("key %s (%s): %v", src.key, src.keyType, err)
 			continue
@@ -550,7 +550,7 @@ func TestTamperedPlanRefused(t *testing.T) {
 		}},
 		{"two ranges overlapping", func(p *snapshot.Plan) { p.Ranges[1].Lower = p.Ranges[0].Lower }},
 	} {
-		plan, err := snapshot.NewPlan(ctx, w.DB, snapshot.Options{CaptureInstance: w.CI, Partitions: 4})
+		plan, err := snapshot.NewPlan(ctx, w.DB, snapshot.Options{CaptureInstance: w.CI, Partitions: 4, MinPartitionRows: -1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -106,7 +106,7 @@ func TestSourceFaultsLeakNothing(t *testing.T) {
 			})
 			want = context.DeadlineExceeded
 		}
-		_, err = snapshot.Take(tctx, w.DB, tb, snapshot.Options{CaptureInstance: w.CI, Partitions: 4, Parallelism: 4, ReadOptions: snapshot.ReadOptions{BatchRows: 5}})
+		_, err = snapshot.Take(tctx, w.DB, tb, snapshot.Options{CaptureInstance: w.CI, Partitions: 4, MinPartitionRows: -1, Parallelism: 4, ReadOptions: snapshot.ReadOptions{BatchRows: 5}})
 		cancel()
 		w.DB.SetPageHook(nil)
 		w.DB.ClearFaults()

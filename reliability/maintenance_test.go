@@ -120,7 +120,7 @@ type maintTable struct {
 }
 
 func (m *maintTable) takeOpts() snapshot.Options {
-	return snapshot.Options{CaptureInstance: m.w.CI, Partitions: 4}
+	return snapshot.Options{CaptureInstance: m.w.CI, Partitions: 4, MinPartitionRows: -1}
 }
 
 func (m *maintTable) backfillOpts() snapshot.BackfillOptions {

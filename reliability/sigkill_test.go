@@ -40,7 +40,7 @@ func killWorld(t testing.TB, seed uint64) *testworld.World {
 }
 
 func killOptions(w *testworld.World) (snapshot.Options, delta.Options) {
-	return snapshot.Options{CaptureInstance: w.CI, Partitions: 8, Parallelism: 3, ReadOptions: snapshot.ReadOptions{BatchRows: 20}},
+	return snapshot.Options{CaptureInstance: w.CI, Partitions: 8, MinPartitionRows: -1, Parallelism: 3, ReadOptions: snapshot.ReadOptions{BatchRows: 20}},
 		delta.Options{CheckpointInterval: 1, TargetFileSize: 4096}
 }
 

@@ -82,7 +82,7 @@ func TestEvolvedTableReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer table.Close()
-	from, _, err := snapshot.Bootstrap(ctx, db, table, snapshot.Options{CaptureInstance: "dbo_t", Partitions: 2})
+	from, _, err := snapshot.Bootstrap(ctx, db, table, snapshot.Options{CaptureInstance: "dbo_t", Partitions: 2, MinPartitionRows: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func ExampleOptions_meterProvider() {
 	defer mp.Shutdown(ctx)
 	dst := fake.NewMemSink()
 	defer dst.Close()
-	if _, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_orders", Partitions: 2, RunOptions: snapshot.RunOptions{MeterProvider: mp}}); err != nil {
+	if _, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_orders", Partitions: 2, MinPartitionRows: 2, RunOptions: snapshot.RunOptions{MeterProvider: mp}}); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -106,7 +106,7 @@ func ExampleOptions_splitColumn() {
 
 	dst := fake.NewMemSink()
 	defer dst.Close()
-	res, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_events", Partitions: 3, SplitColumn: "region"})
+	res, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_events", Partitions: 3, MinPartitionRows: 4, SplitColumn: "region"})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -47,7 +47,9 @@ func Example() {
 	dst := fake.NewMemSink()
 	defer dst.Close()
 
-	opts := snapshot.Options{CaptureInstance: "DBO_Orders", Partitions: 2} // names match ignoring case
+	// Names match ignoring case. MinPartitionRows: the default would read
+	// a table this small as one partition.
+	opts := snapshot.Options{CaptureInstance: "DBO_Orders", Partitions: 2, MinPartitionRows: 2}
 	res, err := snapshot.Take(ctx, db, dst, opts)
 	if err != nil {
 		fmt.Println(err)
@@ -87,7 +89,7 @@ func ExampleNewPlan() {
 	dst := fake.NewMemSink()
 	defer dst.Close()
 
-	plan, err := snapshot.NewPlan(ctx, db, snapshot.Options{CaptureInstance: "dbo_orders", Partitions: 3})
+	plan, err := snapshot.NewPlan(ctx, db, snapshot.Options{CaptureInstance: "dbo_orders", Partitions: 3, MinPartitionRows: 1})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -158,7 +160,7 @@ func ExampleTake_resume() {
 	}
 	dst := fake.NewMemSink() // records partial snapshots, as sink/delta does
 	defer dst.Close()
-	opts := snapshot.Options{CaptureInstance: "dbo_orders", Partitions: 4, Parallelism: 1}
+	opts := snapshot.Options{CaptureInstance: "dbo_orders", Partitions: 4, MinPartitionRows: 1, Parallelism: 1}
 
 	reset := errors.New("connection reset")
 	db.FailReadAfter(4, reset) // in the last partition (keys 40 and 50)

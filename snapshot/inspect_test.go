@@ -66,7 +66,7 @@ func TestInspect(t *testing.T) {
 	ctx := context.Background()
 	db := inspectDB(t)
 	dst := fake.NewMemSink()
-	opts := snapshot.Options{CaptureInstance: "dbo_t", Partitions: 4}
+	opts := snapshot.Options{CaptureInstance: "dbo_t", Partitions: 4, MinPartitionRows: -1}
 
 	in := inspect(t, db, dst, opts)
 	if in.Existing != nil || in.Partial != nil || in.Resumed || in.Plan == nil || in.ChangesErr != nil || in.Instance == nil || in.Instance.Name != "dbo_t" {
@@ -81,20 +81,20 @@ func TestInspect(t *testing.T) {
 
 	// A Take that fails part way leaves a partial snapshot.
 	db.FailReadAfter(900, fake.ErrInjected)
-	if _, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_t", Partitions: 4, Parallelism: 1}); !errors.Is(err, fake.ErrInjected) {
+	if _, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_t", Partitions: 4, MinPartitionRows: -1, Parallelism: 1}); !errors.Is(err, fake.ErrInjected) {
 		t.Fatalf("Take: %v", err)
 	}
 	db.ClearFaults()
-	in = inspect(t, db, dst, snapshot.Options{CaptureInstance: "dbo_t", Partitions: 2})
+	in = inspect(t, db, dst, snapshot.Options{CaptureInstance: "dbo_t", Partitions: 2, MinPartitionRows: -1})
 	if in.Partial == nil || !in.Resumed || in.PartialUnusable != "" || len(in.Plan.Ranges) != 4 || len(in.Done) == 0 || len(in.Done)+len(in.Todo) != 4 {
 		t.Fatalf("partial: %+v", in)
 	}
-	discard := inspect(t, db, dst, snapshot.Options{CaptureInstance: "dbo_t", Partitions: 2, DiscardPartial: true})
+	discard := inspect(t, db, dst, snapshot.Options{CaptureInstance: "dbo_t", Partitions: 2, MinPartitionRows: -1, DiscardPartial: true})
 	if discard.Partial == nil || discard.Resumed || !strings.Contains(discard.PartialUnusable, "DiscardPartial") || len(discard.Plan.Ranges) != 2 {
 		t.Fatalf("partial with DiscardPartial: resumed %v, unusable %q, %d ranges", discard.Resumed, discard.PartialUnusable, len(discard.Plan.Ranges))
 	}
 	// The run resumes what Inspect said: the plan's partitions left.
-	res, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_t", Partitions: 2})
+	res, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_t", Partitions: 2, MinPartitionRows: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

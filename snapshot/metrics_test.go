@@ -94,14 +94,14 @@ func TestMetrics(t *testing.T) {
 
 	dstA := fake.NewMemSink()
 	defer dstA.Close()
-	resA, err := snapshot.Take(ctx, db, dstA, snapshot.Options{CaptureInstance: a, Partitions: 3, ReadOptions: snapshot.ReadOptions{BatchRows: 64}, RunOptions: snapshot.RunOptions{MeterProvider: mp}})
+	resA, err := snapshot.Take(ctx, db, dstA, snapshot.Options{CaptureInstance: a, Partitions: 3, MinPartitionRows: -1, ReadOptions: snapshot.ReadOptions{BatchRows: 64}, RunOptions: snapshot.RunOptions{MeterProvider: mp}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, err := snapshot.Take(ctx, db, dstA, snapshot.Options{CaptureInstance: a, Partitions: 3, RunOptions: snapshot.RunOptions{MeterProvider: mp}}); err != nil || !again.Existing {
+	if again, err := snapshot.Take(ctx, db, dstA, snapshot.Options{CaptureInstance: a, Partitions: 3, MinPartitionRows: -1, RunOptions: snapshot.RunOptions{MeterProvider: mp}}); err != nil || !again.Existing {
 		t.Fatalf("rerun: %+v, %v; want the existing snapshot", again, err)
 	}
-	resB, err := snapshot.Take(ctx, db, fake.NewMemSink(), snapshot.Options{CaptureInstance: b, Partitions: 5, RunOptions: snapshot.RunOptions{MeterProvider: mp, Limiter: &tokenCounter{burst: 50}}})
+	resB, err := snapshot.Take(ctx, db, fake.NewMemSink(), snapshot.Options{CaptureInstance: b, Partitions: 5, MinPartitionRows: -1, RunOptions: snapshot.RunOptions{MeterProvider: mp, Limiter: &tokenCounter{burst: 50}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestMetrics(t *testing.T) {
 	// the rerun resumes at the third.
 	dstC := fake.NewMemSink()
 	defer dstC.Close()
-	optsC := snapshot.Options{CaptureInstance: c, Partitions: 4, Parallelism: 1, ReadOptions: snapshot.ReadOptions{BatchRows: 10}, RunOptions: snapshot.RunOptions{MeterProvider: mp}}
+	optsC := snapshot.Options{CaptureInstance: c, Partitions: 4, MinPartitionRows: -1, Parallelism: 1, ReadOptions: snapshot.ReadOptions{BatchRows: 10}, RunOptions: snapshot.RunOptions{MeterProvider: mp}}
 	db.FailReadAfter(250, fake.ErrInjected)
 	if _, err := snapshot.Take(ctx, db, dstC, optsC); !errors.Is(err, fake.ErrInjected) {
 		t.Fatalf("c: %v, want the injected fault", err)

@@ -21,10 +21,22 @@ type Options struct {
 	CaptureInstance string
 
 	// Partitions is how many key ranges to cut the table into; zero means 4.
+	// A small table gets fewer (MinPartitionRows).
 	// One integer key column gives uniform ranges over MIN..MAX, any other
 	// key NTILE-equal ranges found by keyset seeks; a key that cannot be
 	// bound safely is read as one range (the reason is logged).
 	Partitions int
+
+	// MinPartitionRows is the fewest rows worth a partition of their own:
+	// each partition is a query and at least one data file, so a table
+	// that holds fewer than Partitions × MinPartitionRows rows is cut into
+	// fewer partitions, rows / MinPartitionRows of them (at least one; see
+	// PartitionsFor), and a table of a few rows is written as one file.
+	// The rows are the source's metadata row count (source.Source.RowCount,
+	// stale by nature), and for a unique integer key at most its span
+	// MAX - MIN + 1; when neither is known the table gets Partitions. Zero
+	// means DefaultMinPartitionRows; a negative value sets no minimum.
+	MinPartitionRows int64
 
 	// SplitColumn, when set, is the captured column the table is cut into
 	// ranges on instead of the capture instance's key: for a table whose
@@ -184,6 +196,34 @@ type Progress struct {
 var ErrInvalidOptions = errors.New("invalid snapshot options")
 
 const defaultPartitions = 4
+
+// DefaultMinPartitionRows is Options.MinPartitionRows' zero value. Flink
+// CDC's incremental snapshot reads chunks of 8,096 rows by default
+// (scan.incremental.snapshot.chunk.size); a partition here is also a data
+// file, and fewer than this many rows cost more in queries and files than
+// they save by reading in parallel.
+const DefaultMinPartitionRows = 10_000
+
+// PartitionsFor returns how many partitions a table of rows rows is cut
+// into under o: Partitions (4 when zero), lowered to rows /
+// MinPartitionRows when that is fewer, and at least one. A negative rows
+// (unknown) or a negative MinPartitionRows keeps Partitions. The plan may
+// still have fewer ranges than this: keyset seeks that run out of keys,
+// or an integer key whose span is smaller.
+func (o Options) PartitionsFor(rows int64) int {
+	n := o.Partitions
+	if n <= 0 {
+		n = defaultPartitions
+	}
+	least := o.MinPartitionRows
+	if least == 0 {
+		least = DefaultMinPartitionRows
+	}
+	if least < 0 || rows < 0 {
+		return n
+	}
+	return int(max(1, min(int64(n), rows/least)))
+}
 
 // defaultResumeWithin is under Delta's default VACUUM retention of 7 days
 // (https://docs.databricks.com/sql/language-manual/delta-vacuum.html).

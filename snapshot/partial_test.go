@@ -63,7 +63,7 @@ func TestResumeReadsOnlyWhatIsMissing(t *testing.T) {
 		rows := r.IntN(150)
 		w := testworld.New(t, r, sh, rows)
 		dst := fake.NewMemSink()
-		opts := snapshot.Options{CaptureInstance: w.CI, Partitions: 1 + r.IntN(8), Parallelism: 1 + r.IntN(3), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(20)}}
+		opts := snapshot.Options{CaptureInstance: w.CI, Partitions: 1 + r.IntN(8), MinPartitionRows: -1, Parallelism: 1 + r.IntN(3), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(20)}}
 
 		ctx1, cancel := context.WithCancel(ctx)
 		failFirstTake(r, w, dst, rows, cancel)
@@ -255,7 +255,7 @@ func TestPartialAbandoned(t *testing.T) {
 			db := ordersDB(t, fake.Options{}, 1000)
 			dst := fake.NewMemSink()
 			defer dst.Close()
-			opts := snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 5, Parallelism: 1, ReadOptions: snapshot.ReadOptions{BatchRows: 50}}
+			opts := snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 5, MinPartitionRows: -1, Parallelism: 1, ReadOptions: snapshot.ReadOptions{BatchRows: 50}}
 			if tc.name == "older than ResumeWithin" {
 				dst.SetClock(func() time.Time { return time.Now().Add(-7 * 24 * time.Hour) })
 			}
@@ -319,7 +319,7 @@ func TestStaleAtCommit(t *testing.T) {
 		})
 		return nil
 	})
-	_, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 3, ReadOptions: snapshot.ReadOptions{BatchRows: 40}})
+	_, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 3, MinPartitionRows: -1, ReadOptions: snapshot.ReadOptions{BatchRows: 40}})
 	db.SetPageHook(nil)
 	if hookErr != nil {
 		t.Fatal(hookErr)
@@ -333,7 +333,7 @@ func TestStaleAtCommit(t *testing.T) {
 	if _, err := dst.FindPartial(ctx, "dbo_Orders"); !errors.Is(err, sink.ErrNotFound) {
 		t.Fatalf("the stale plan is still recorded: %v", err)
 	}
-	res, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 3})
+	res, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 3, MinPartitionRows: -1})
 	if err != nil || res.Resumed || res.Rows != 402 {
 		t.Fatalf("rerun: %+v, %v; want a new snapshot of 402 rows", res, err)
 	}
@@ -346,7 +346,7 @@ func TestLostPartsAreReadAgain(t *testing.T) {
 	db := ordersDB(t, fake.Options{}, 1000)
 	dst := fake.NewMemSink()
 	defer dst.Close()
-	opts := snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 5, Parallelism: 1, ReadOptions: snapshot.ReadOptions{BatchRows: 50}}
+	opts := snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 5, MinPartitionRows: -1, Parallelism: 1, ReadOptions: snapshot.ReadOptions{BatchRows: 50}}
 	p := partialAfterFailure(t, db, dst, opts)
 	dst.VacuumUncommitted()
 	found, err := dst.FindPartial(ctx, "dbo_Orders")
@@ -370,7 +370,7 @@ func TestNoRecordsWhenResumeIsOff(t *testing.T) {
 	db := ordersDB(t, fake.Options{}, 1000)
 	dst := fake.NewMemSink()
 	defer dst.Close()
-	opts := snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 5, Parallelism: 1, ReadOptions: snapshot.ReadOptions{BatchRows: 50}, ResumeWithin: -1}
+	opts := snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 5, MinPartitionRows: -1, Parallelism: 1, ReadOptions: snapshot.ReadOptions{BatchRows: 50}, ResumeWithin: -1}
 	db.FailReadAfter(300, errCrash)
 	if _, err := snapshot.Take(ctx, db, dst, opts); !errors.Is(err, errCrash) {
 		t.Fatal(err)
@@ -393,7 +393,7 @@ func TestConcurrentResumesCommitOnce(t *testing.T) {
 	for c := range 30 {
 		db := ordersDB(t, fake.Options{}, 1000)
 		dst := fake.NewMemSink()
-		opts := snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 2 + r.IntN(8), Parallelism: 1 + r.IntN(3), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(60)}}
+		opts := snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 2 + r.IntN(8), MinPartitionRows: -1, Parallelism: 1 + r.IntN(3), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(60)}}
 		db.FailReadAfter(int64(r.IntN(1000)), errCrash)
 		if _, err := snapshot.Take(ctx, db, dst, opts); err == nil {
 			t.Fatal("the fault did not fire")
@@ -442,7 +442,7 @@ func TestPrepareForFanOut(t *testing.T) {
 	db := ordersDB(t, fake.Options{}, 1000)
 	dst := fake.NewMemSink()
 	defer dst.Close()
-	opts := snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 6}
+	opts := snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 6, MinPartitionRows: -1}
 	prep, err := snapshot.Prepare(ctx, db, dst, opts)
 	if err != nil || prep.Existing != nil || prep.Resumed || len(prep.Todo) != 6 || !prep.Plan.Recorded {
 		t.Fatalf("Prepare: %+v, %v", prep, err)
@@ -487,7 +487,7 @@ func TestPartialResnapshotSurvivesPlainRerun(t *testing.T) {
 	db := ordersDB(t, fake.Options{}, 1000)
 	dst := fake.NewMemSink()
 	defer dst.Close()
-	opts := snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 5, Parallelism: 1, ReadOptions: snapshot.ReadOptions{BatchRows: 50}}
+	opts := snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 5, MinPartitionRows: -1, Parallelism: 1, ReadOptions: snapshot.ReadOptions{BatchRows: 50}}
 	first, err := snapshot.Take(ctx, db, dst, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -544,7 +544,7 @@ func TestResumeAfterCleanupBelowItsLSN(t *testing.T) {
 	db := ordersDB(t, fake.Options{}, 1000)
 	dst := fake.NewMemSink()
 	defer dst.Close()
-	opts := snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 5, Parallelism: 1, ReadOptions: snapshot.ReadOptions{BatchRows: 50}}
+	opts := snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 5, MinPartitionRows: -1, Parallelism: 1, ReadOptions: snapshot.ReadOptions{BatchRows: 50}}
 	commitOrders(t, db, 3) // captured changes: the snapshot's LSN is past start_lsn
 	was, err := db.CaptureInstance(ctx, "dbo_Orders")
 	if err != nil {
@@ -590,7 +590,7 @@ func TestPartialAbandonedWhenAColumnChanges(t *testing.T) {
 	db := ordersDB(t, fake.Options{}, 1000)
 	dst := fake.NewMemSink()
 	defer dst.Close()
-	opts := snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 5, Parallelism: 1, ReadOptions: snapshot.ReadOptions{BatchRows: 50}}
+	opts := snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 5, MinPartitionRows: -1, Parallelism: 1, ReadOptions: snapshot.ReadOptions{BatchRows: 50}}
 	p := partialAfterFailure(t, db, dst, opts)
 	var logs bytes.Buffer
 	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))

@@ -112,7 +112,7 @@ func FuzzPlanFanOut(f *testing.F) {
 		if err := db.SetRowCountSkew("dbo", "t", int64(skew)); err != nil {
 			t.Fatal(err)
 		}
-		plan, err := snapshot.NewPlan(ctx, db, snapshot.Options{CaptureInstance: ci, Partitions: 1 + int(parts)%40, ReadOptions: snapshot.ReadOptions{BatchRows: 1 + int(batch)%30}})
+		plan, err := snapshot.NewPlan(ctx, db, snapshot.Options{CaptureInstance: ci, Partitions: 1 + int(parts)%40, MinPartitionRows: -1, ReadOptions: snapshot.ReadOptions{BatchRows: 1 + int(batch)%30}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -253,7 +253,7 @@ func TestReadAheadOptions(t *testing.T) {
 	}
 	for _, depth := range []int{-1, 0, 1, 3, maxReadAhead} {
 		dst := fake.NewMemSink()
-		res, err := Take(ctx, db, dst, Options{CaptureInstance: "dbo_t", Partitions: 4, ReadOptions: ReadOptions{BatchRows: 64, ReadAhead: depth}})
+		res, err := Take(ctx, db, dst, Options{CaptureInstance: "dbo_t", Partitions: 4, MinPartitionRows: -1, ReadOptions: ReadOptions{BatchRows: 64, ReadAhead: depth}})
 		if err != nil {
 			t.Fatalf("ReadAhead %d: %v", depth, err)
 		}
@@ -281,7 +281,7 @@ func TestReadAheadOptions(t *testing.T) {
 	if _, err := Backfill(ctx, db, dst, BackfillOptions{CaptureInstance: "dbo_t", ReadOptions: ReadOptions{ReadAhead: maxReadAhead + 1}}); !errors.Is(err, ErrInvalidOptions) {
 		t.Errorf("Backfill with ReadAhead %d: %v, want ErrInvalidOptions", maxReadAhead+1, err)
 	}
-	plan, err := NewPlan(ctx, db, Options{CaptureInstance: "dbo_t", Partitions: 2})
+	plan, err := NewPlan(ctx, db, Options{CaptureInstance: "dbo_t", Partitions: 2, MinPartitionRows: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func TestReplicaBehindRefusesAndResumes(t *testing.T) {
 	tested := 0
 	for _, sh := range shapes() {
 		w := testworld.New(t, r, sh, 200)
-		opts := snapshot.Options{CaptureInstance: w.CI, Partitions: 4, Parallelism: 1, ReadOptions: snapshot.ReadOptions{BatchRows: 10}}
+		opts := snapshot.Options{CaptureInstance: w.CI, Partitions: 4, MinPartitionRows: -1, Parallelism: 1, ReadOptions: snapshot.ReadOptions{BatchRows: 10}}
 		probe, err := snapshot.NewPlan(ctx, w.DB, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -115,7 +115,7 @@ func TestQuietDatabasePlanChecksItsMaxLSN(t *testing.T) {
 	if err != nil || maxLSN.IsZero() {
 		t.Fatalf("setup: max LSN %s, %v", maxLSN, err)
 	}
-	plan, err := snapshot.NewPlan(ctx, db, snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 2})
+	plan, err := snapshot.NewPlan(ctx, db, snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 2, MinPartitionRows: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,12 +118,14 @@
 package snapshot
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -474,14 +476,24 @@ func planRanges(ctx context.Context, src source.Source, ci *source.CaptureInstan
 			plan.Ranges = keyrange.Whole()
 			return nil
 		}
-		plan.Ranges = keyrange.UniformRanges(lo, hi, opts.Partitions)
+		rows := plan.EstimatedRows
+		if ci.UniqueKey() {
+			// A unique integer key holds at most MAX - MIN + 1 rows,
+			// whatever the metadata says (it is stale by nature, F16).
+			if span := uint64(hi) - uint64(lo) + 1; span != 0 && span <= math.MaxInt64 && (rows < 0 || int64(span) < rows) {
+				rows = int64(span)
+			}
+		}
+		n := fewerPartitions(ctx, ci, plan, rows, opts)
+		plan.Ranges = keyrange.UniformRanges(lo, hi, n)
 	case keyrange.Keyset:
 		if plan.EstimatedRows < 0 {
 			plan.Ranges = keyrange.Whole()
 			plan.Reason = "no row count to plan keyset ranges from"
 			break
 		}
-		ranges, err := keyrange.NTile(ctx, seeker{src, ci, opts.Isolation}, plan.EstimatedRows, opts.Partitions)
+		n := fewerPartitions(ctx, ci, plan, plan.EstimatedRows, opts)
+		ranges, err := keyrange.NTile(ctx, seeker{src, ci, opts.Isolation}, plan.EstimatedRows, n)
 		if err != nil {
 			return err
 		}
@@ -495,6 +507,25 @@ func planRanges(ctx context.Context, src source.Source, ci *source.CaptureInstan
 		opts.Logger.InfoContext(ctx, "reading the table as one partition", "capture_instance", ci.Name, "reason", plan.Reason)
 	}
 	return nil
+}
+
+// fewerPartitions is how many partitions a table of rows rows (-1:
+// unknown) is cut into (Options.PartitionsFor): when that is fewer than
+// Options.Partitions it logs why, and when it is one it says so in
+// plan.Reason.
+func fewerPartitions(ctx context.Context, ci *source.CaptureInstance, plan *Plan, rows int64, opts Options) int {
+	n := opts.PartitionsFor(rows)
+	if n >= opts.Partitions {
+		return n
+	}
+	least := cmp.Or(opts.MinPartitionRows, DefaultMinPartitionRows)
+	if n == 1 {
+		plan.Reason = fmt.Sprintf("the table holds ~%d rows, too few for two partitions of at least %d (Options.MinPartitionRows)", rows, least)
+	} else {
+		opts.Logger.InfoContext(ctx, "a small table: fewer partitions than Options.Partitions", "capture_instance", ci.Name,
+			"partitions", n, "asked", opts.Partitions, "rows", rows, "min_partition_rows", least)
+	}
+	return n
 }
 
 // noKeyReason says why a capture instance without a key is read as one

@@ -74,7 +74,7 @@ func TestTakeEveryRowOnce(t *testing.T) {
 		parts := 1 + r.IntN(12)
 		dst := fake.NewMemSink()
 		w.DB.ResetStats()
-		res, err := snapshot.Take(ctx, w.DB, dst, snapshot.Options{CaptureInstance: w.CI, Partitions: parts, Parallelism: 1 + r.IntN(4), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(20)}})
+		res, err := snapshot.Take(ctx, w.DB, dst, snapshot.Options{CaptureInstance: w.CI, Partitions: parts, MinPartitionRows: -1, Parallelism: 1 + r.IntN(4), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(20)}})
 		if err != nil {
 			t.Fatalf("case %d (%s, %d rows, %d partitions): %v", c, sh.Name, len(w.Keys), parts, err)
 		}
@@ -126,7 +126,7 @@ func TestBootstrapConverges(t *testing.T) {
 			iso = source.Snapshot
 		}
 		from, res, err := snapshot.Bootstrap(ctx, w.DB, dst, snapshot.Options{
-			CaptureInstance: w.CI, Partitions: 1 + r.IntN(10), Parallelism: 1 + r.IntN(3), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(15), Isolation: iso},
+			CaptureInstance: w.CI, Partitions: 1 + r.IntN(10), MinPartitionRows: -1, Parallelism: 1 + r.IntN(3), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(15), Isolation: iso},
 		})
 		stop()
 		if err != nil {
@@ -309,7 +309,7 @@ func TestResnapshot(t *testing.T) {
 // re-snapshot at the same LSN is taken.)
 func TestResnapshotTwinRefused(t *testing.T) {
 	ctx := context.Background()
-	for _, opts := range []snapshot.Options{{}, {ResumeWithin: -1}, {SplitColumn: "grp", Partitions: 3}} {
+	for _, opts := range []snapshot.Options{{}, {ResumeWithin: -1}, {SplitColumn: "grp", Partitions: 3, MinPartitionRows: -1}} {
 		opts.CaptureInstance = "dbo_h"
 		db := fake.New(fake.Options{})
 		if err := db.CreateTable(fake.TableDef{Schema: "dbo", Name: "h", Key: []string{"id"}, Keyless: true,
@@ -349,7 +349,7 @@ func TestEmptyAndOneRowTables(t *testing.T) {
 	for _, rows := range []int{0, 1} {
 		db := ordersDB(t, fake.Options{}, rows)
 		dst := fake.NewMemSink()
-		res, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 8})
+		res, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 8, MinPartitionRows: -1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -372,7 +372,7 @@ func TestFailureCommitsNothing(t *testing.T) {
 	defer dst.Close()
 	boom := errors.New("connection reset")
 	db.FailReadAfter(230, boom)
-	_, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 4, ReadOptions: snapshot.ReadOptions{BatchRows: 50}})
+	_, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 4, MinPartitionRows: -1, ReadOptions: snapshot.ReadOptions{BatchRows: 50}})
 	if !errors.Is(err, boom) {
 		t.Fatalf("got %v, want the read failure", err)
 	}
@@ -384,13 +384,13 @@ func TestFailureCommitsNothing(t *testing.T) {
 	}
 	db.ClearFaults()
 	dst.FailNextCommit(boom)
-	if _, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 4}); !errors.Is(err, boom) {
+	if _, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 4, MinPartitionRows: -1}); !errors.Is(err, boom) {
 		t.Fatalf("got %v, want the commit failure", err)
 	}
 	if len(dst.Commits()) != 0 {
 		t.Fatal("a failed commit is visible")
 	}
-	res, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 4})
+	res, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 4, MinPartitionRows: -1})
 	if err != nil || res.Rows != 500 || res.Existing {
 		t.Fatalf("rerun: %+v, %v; want a new snapshot of 500 rows", res, err)
 	}
@@ -402,7 +402,7 @@ func TestCanceledContextCommitsNothing(t *testing.T) {
 	defer dst.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	db.SetPageHook(func(context.Context, fake.Page) error { cancel(); return nil })
-	_, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 3, ReadOptions: snapshot.ReadOptions{BatchRows: 10}})
+	_, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: "dbo_Orders", Partitions: 3, MinPartitionRows: -1, ReadOptions: snapshot.ReadOptions{BatchRows: 10}})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
@@ -418,7 +418,7 @@ func TestInvalidOptions(t *testing.T) {
 	db := ordersDB(t, fake.Options{}, 1)
 	for _, o := range []snapshot.Options{
 		{},
-		{CaptureInstance: "dbo_Orders", Partitions: -1},
+		{CaptureInstance: "dbo_Orders", Partitions: -1, MinPartitionRows: -1},
 		{CaptureInstance: "dbo_Orders", Parallelism: -1},
 		{CaptureInstance: "dbo_Orders", ReadOptions: snapshot.ReadOptions{BatchRows: -1}},
 		{CaptureInstance: "dbo_Orders", ReadOptions: snapshot.ReadOptions{Isolation: 7}},
@@ -496,7 +496,7 @@ func (s nonclusteredKey) CaptureInstance(ctx context.Context, name string) (*sou
 func TestPlansSayTheKeyIndexIsNonclustered(t *testing.T) {
 	ctx := context.Background()
 	db := ordersDB(t, fake.Options{}, 100)
-	plan, err := snapshot.NewPlan(ctx, nonclusteredKey{db}, snapshot.Options{CaptureInstance: "dbo_orders", Partitions: 4})
+	plan, err := snapshot.NewPlan(ctx, nonclusteredKey{db}, snapshot.Options{CaptureInstance: "dbo_orders", Partitions: 4, MinPartitionRows: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -510,7 +510,7 @@ func TestPlansSayTheKeyIndexIsNonclustered(t *testing.T) {
 	if len(bp.Warnings) != 1 || !strings.Contains(bp.Warnings[0], "nonclustered") {
 		t.Errorf("backfill plan warnings %q", bp.Warnings)
 	}
-	plan, err = snapshot.NewPlan(ctx, db, snapshot.Options{CaptureInstance: "dbo_orders", Partitions: 4})
+	plan, err = snapshot.NewPlan(ctx, db, snapshot.Options{CaptureInstance: "dbo_orders", Partitions: 4, MinPartitionRows: -1})
 	if err != nil || len(plan.Warnings) != 0 {
 		t.Errorf("clustered: %v, warnings %q", err, plan.Warnings)
 	}

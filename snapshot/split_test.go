@@ -105,7 +105,7 @@ func TestSplitColumnEveryRowOnce(t *testing.T) {
 		keyless := r.IntN(2) == 0
 		db := splitTable(t, r, n, keyless, r.IntN(2) == 0)
 		split := []string{"grp", "name"}[r.IntN(2)]
-		opts := snapshot.Options{CaptureInstance: "dbo_t", SplitColumn: split, Partitions: 1 + r.IntN(8),
+		opts := snapshot.Options{CaptureInstance: "dbo_t", SplitColumn: split, Partitions: 1 + r.IntN(8), MinPartitionRows: -1,
 			Parallelism: 1 + r.IntN(3), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(20), ReadAhead: r.IntN(3) - 1}}
 		what := fmt.Sprintf("case %d (%d rows, keyless %v, split on %s, %d partitions)", c, n, keyless, split, opts.Partitions)
 
@@ -156,7 +156,7 @@ func TestOneRangeReason(t *testing.T) {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(1, 2))
 	db := splitTable(t, r, 40, true, false)
-	plan, err := snapshot.NewPlan(ctx, db, snapshot.Options{CaptureInstance: "dbo_t", Partitions: 4})
+	plan, err := snapshot.NewPlan(ctx, db, snapshot.Options{CaptureInstance: "dbo_t", Partitions: 4, MinPartitionRows: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestOneRangeReason(t *testing.T) {
 		Columns: []fake.ColumnDef{{Name: "id", Type: "bigint"}}, Rows: []fake.Row{{int64(1)}, {int64(2)}}, CaptureInstance: "dbo_h"}); err != nil {
 		t.Fatal(err)
 	}
-	plan, err = snapshot.NewPlan(ctx, heap, snapshot.Options{CaptureInstance: "dbo_h", Partitions: 4})
+	plan, err = snapshot.NewPlan(ctx, heap, snapshot.Options{CaptureInstance: "dbo_h", Partitions: 4, MinPartitionRows: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestOneRangeReason(t *testing.T) {
 	}
 	dst := fake.NewMemSink()
 	defer dst.Close()
-	if res, err := snapshot.Take(ctx, heap, dst, snapshot.Options{CaptureInstance: "dbo_h", Partitions: 4}); err != nil || res.Rows != 2 {
+	if res, err := snapshot.Take(ctx, heap, dst, snapshot.Options{CaptureInstance: "dbo_h", Partitions: 4, MinPartitionRows: -1}); err != nil || res.Rows != 2 {
 		t.Fatalf("heap: %+v, %v", res, err)
 	}
 }
@@ -197,7 +197,7 @@ func TestSplitColumnRefused(t *testing.T) {
 		}
 	}
 	db.ClearFaults()
-	plan, err := snapshot.NewPlan(ctx, db, snapshot.Options{CaptureInstance: "dbo_t", SplitColumn: "grp", Partitions: 3})
+	plan, err := snapshot.NewPlan(ctx, db, snapshot.Options{CaptureInstance: "dbo_t", SplitColumn: "grp", Partitions: 3, MinPartitionRows: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func FuzzSplitFanOut(f *testing.F) {
 		if onName {
 			split = "name"
 		}
-		plan, err := snapshot.NewPlan(ctx, db, snapshot.Options{CaptureInstance: "dbo_t", SplitColumn: split, Partitions: 1 + int(parts)%12, ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(9)}})
+		plan, err := snapshot.NewPlan(ctx, db, snapshot.Options{CaptureInstance: "dbo_t", SplitColumn: split, Partitions: 1 + int(parts)%12, MinPartitionRows: -1, ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(9)}})
 		if err != nil {
 			t.Fatal(err)
 		}

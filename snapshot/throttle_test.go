@@ -70,7 +70,7 @@ func TestSharedLimiterCountsEveryRow(t *testing.T) {
 		for i, ci := range []string{a, b} {
 			wg.Go(func() {
 				results[i], errs[i] = snapshot.Take(ctx, db, fake.NewMemSink(), snapshot.Options{
-					CaptureInstance: ci, Partitions: 3, ReadOptions: snapshot.ReadOptions{BatchRows: 100, ReadAhead: readAhead}, RunOptions: snapshot.RunOptions{Limiter: shared}})
+					CaptureInstance: ci, Partitions: 3, MinPartitionRows: -1, ReadOptions: snapshot.ReadOptions{BatchRows: 100, ReadAhead: readAhead}, RunOptions: snapshot.RunOptions{Limiter: shared}})
 			})
 		}
 		var bf snapshot.BackfillResult
@@ -120,7 +120,7 @@ func TestLimiterWaitCancelled(t *testing.T) {
 			<-l.waiting
 			cancel()
 		}()
-		_, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: ci, Partitions: 2, ReadOptions: snapshot.ReadOptions{ReadAhead: readAhead}, RunOptions: snapshot.RunOptions{Limiter: l}})
+		_, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: ci, Partitions: 2, MinPartitionRows: -1, ReadOptions: snapshot.ReadOptions{ReadAhead: readAhead}, RunOptions: snapshot.RunOptions{Limiter: l}})
 		cancel()
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("read ahead %d: Take returned %v, want context.Canceled", readAhead, err)
@@ -139,7 +139,7 @@ func TestRowsPerSecond(t *testing.T) {
 	ctx := context.Background()
 	db := fake.New(fake.Options{})
 	ci := ordersTable(t, db, "orders", 3000)
-	res, err := snapshot.Take(ctx, db, fake.NewMemSink(), snapshot.Options{CaptureInstance: ci, Partitions: 2, ReadOptions: snapshot.ReadOptions{BatchRows: 1500}, RunOptions: snapshot.RunOptions{RowsPerSecond: 100_000}})
+	res, err := snapshot.Take(ctx, db, fake.NewMemSink(), snapshot.Options{CaptureInstance: ci, Partitions: 2, MinPartitionRows: -1, ReadOptions: snapshot.ReadOptions{BatchRows: 1500}, RunOptions: snapshot.RunOptions{RowsPerSecond: 100_000}})
 	if err != nil || res.Rows != 3000 {
 		t.Fatalf("Take: %d rows, %v; want 3000", res.Rows, err)
 	}
@@ -169,7 +169,7 @@ func BenchmarkThrottle(b *testing.B) {
 		b.ResetTimer()
 		for range b.N {
 			dst := fake.NewMemSink()
-			res, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: ci, Partitions: 4, RunOptions: snapshot.RunOptions{RowsPerSecond: limit}})
+			res, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: ci, Partitions: 4, MinPartitionRows: -1, RunOptions: snapshot.RunOptions{RowsPerSecond: limit}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -192,7 +192,7 @@ func BenchmarkThrottle(b *testing.B) {
 				wg.Go(func() {
 					dst := fake.NewMemSink()
 					defer dst.Close()
-					res, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: ci, Partitions: 2, RunOptions: snapshot.RunOptions{Limiter: l}})
+					res, err := snapshot.Take(ctx, db, dst, snapshot.Options{CaptureInstance: ci, Partitions: 2, MinPartitionRows: -1, RunOptions: snapshot.RunOptions{Limiter: l}})
 					if err != nil {
 						b.Error(err)
 					}

@@ -123,7 +123,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.switchTo, "switch-to", "", "move the stream to this newer capture instance of the table at its start_lsn (snapshot.Switch; on the demo the job first adds a column and enables it)")
 	fs.IntVar(&cfg.rows, "rows", 300_000, "rows in the demo fake's table (without -dsn)")
 	fs.IntVar(&cfg.partitions, "partitions", 4, fmt.Sprintf("key ranges read in parallel (1 to %d; a small table gets fewer, see -min-partition-rows)", maxPartitions))
-	fs.Int64Var(&cfg.minPartRows, "min-partition-rows", defaultMinPartitionRows, "fewest rows, by the table's metadata row count, worth a partition (and a data file) of their own: a smaller table gets fewer partitions; 0 keeps -partitions")
+	fs.Int64Var(&cfg.minPartRows, "min-partition-rows", snapshot.DefaultMinPartitionRows, "fewest rows, by the table's metadata row count, worth a partition (and a data file) of their own: a smaller table gets fewer partitions; 0 keeps -partitions")
 	fs.BoolVar(&cfg.resnapshot, "resnapshot", false, "take a new snapshot even if the table holds one")
 	fs.BoolVar(&cfg.discardPartial, "discard-partial", false, "abandon a partial snapshot an interrupted run left in the table instead of resuming it (its files are never committed)")
 	fs.BoolVar(&cfg.planOnly, "plan", false, "plan only: connect, check permissions, print the capture instance, its key, the plan and the table's state; read no row and write nothing")
@@ -295,9 +295,10 @@ func runOne(ctx context.Context, cfg config, table *delta.Table, stdout io.Write
 
 	_, findErr := table.FindSnapshot(ctx, cfg.instance)
 	reads := cfg.resnapshot || errors.Is(findErr, sink.ErrNotFound)
+	fit := cfg.partitions
 	if reads || cfg.planOnly {
 		var err error
-		if cfg.partitions, err = fitPartitions(ctx, src, cfg, stdout); err != nil {
+		if fit, err = fitPartitions(ctx, src, cfg, stdout); err != nil {
 			return err
 		}
 	}
@@ -318,7 +319,7 @@ func runOne(ctx context.Context, cfg config, table *delta.Table, stdout io.Write
 	partial := false
 	if reads {
 		var err error
-		if partial, err = notePartial(ctx, table, cfg, stdout); err != nil {
+		if partial, err = notePartial(ctx, table, cfg, fit, stdout); err != nil {
 			return err
 		}
 	}
@@ -326,14 +327,9 @@ func runOne(ctx context.Context, cfg config, table *delta.Table, stdout io.Write
 		demo.changeDuringRead()
 	}
 	started := time.Now()
-	from, res, err := snapshot.Bootstrap(ctx, src, table, snapshot.Options{
-		CaptureInstance: cfg.instance,
-		Partitions:      cfg.partitions,
-		Resnapshot:      cfg.resnapshot,
-		DiscardPartial:  cfg.discardPartial,
-		RunOptions:      snapshot.RunOptions{Logger: logger},
-		Progress:        pp.update,
-	})
+	opts := cfg.snapshotOptions()
+	opts.Logger, opts.Progress = logger, pp.update
+	from, res, err := snapshot.Bootstrap(ctx, src, table, opts)
 	if demo != nil {
 		demo.stopChanges()
 	}

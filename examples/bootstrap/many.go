@@ -178,7 +178,7 @@ func runMany(ctx context.Context, cfg config, stdout io.Writer, logger *slog.Log
 		Open: func(ctx context.Context, target string) (sink.Sink, error) {
 			return delta.Open(ctx, target, delta.Options{Logger: logger, Create: cfg.create})
 		},
-		Snapshot: snapshot.Options{Partitions: cfg.partitions, Resnapshot: cfg.resnapshot},
+		Snapshot: snapshot.Options{Partitions: cfg.partitions, MinPartitionRows: cfg.snapshotOptions().MinPartitionRows, Resnapshot: cfg.resnapshot},
 		Progress: pp.updateRun,
 		Logger:   logger,
 	})

@@ -125,8 +125,9 @@ func explain(err error, cfg config) error {
 // notePartial says, before the run, that the table holds a partial
 // snapshot of the instance an interrupted run left, and what this run does
 // with it: resume it (its plan, whatever -partitions now says), or discard
-// it with -discard-partial. It returns whether there was one.
-func notePartial(ctx context.Context, table *delta.Table, cfg config, stdout io.Writer) (bool, error) {
+// it with -discard-partial. fit is how many partitions a new plan would
+// have (fitPartitions). It returns whether there was one.
+func notePartial(ctx context.Context, table *delta.Table, cfg config, fit int, stdout io.Writer) (bool, error) {
 	p, err := table.FindPartial(ctx, cfg.instance)
 	if errors.Is(err, sink.ErrNotFound) {
 		return false, nil
@@ -143,27 +144,41 @@ func notePartial(ctx context.Context, table *delta.Table, cfg config, stdout io.
 	switch {
 	case cfg.discardPartial:
 		fmt.Fprintf(stdout, "partial:  %s; discarding it (-discard-partial): its files are never committed\n", what)
-	case len(plan.Ranges) > 0 && len(plan.Ranges) != cfg.partitions:
-		fmt.Fprintf(stdout, "partial:  %s; resuming its plan, not -partitions %d; -discard-partial starts over\n", what, cfg.partitions)
+	case len(plan.Ranges) > 0 && len(plan.Ranges) != fit:
+		asked := fmt.Sprintf("-partitions %d", cfg.partitions)
+		if fit != cfg.partitions {
+			asked = fmt.Sprintf("the %d partitions of a new plan", fit)
+		}
+		fmt.Fprintf(stdout, "partial:  %s; resuming its plan, not %s; -discard-partial starts over\n", what, asked)
 	default:
 		fmt.Fprintf(stdout, "partial:  %s; resuming it; -discard-partial starts over\n", what)
 	}
 	return true, nil
 }
 
-// defaultMinPartitionRows is -min-partition-rows: a partition is a query
-// and at least one data file, so one of a few thousand rows costs more
-// than it saves. Flink CDC's incremental snapshot reads chunks of 8,096
-// rows by default (scan.incremental.snapshot.chunk.size).
-const defaultMinPartitionRows = 10_000
+// snapshotOptions are the snapshot options the flags ask for (for
+// many instances, the template: without a capture instance).
+func (cfg config) snapshotOptions() snapshot.Options {
+	least := cfg.minPartRows
+	if least == 0 {
+		least = -1 // -min-partition-rows 0: no minimum
+	}
+	return snapshot.Options{
+		CaptureInstance:  cfg.instance,
+		Partitions:       cfg.partitions,
+		MinPartitionRows: least,
+		Resnapshot:       cfg.resnapshot,
+		DiscardPartial:   cfg.discardPartial,
+	}
+}
 
-// fitPartitions lowers -partitions so that each holds at least
-// -min-partition-rows rows by the table's metadata row count (one
-// partition for a smaller table), saying so when it does. An unknown row
-// count keeps -partitions. It reads metadata only.
+// fitPartitions returns how many partitions the library cuts a new plan
+// into (snapshot.Options.PartitionsFor: fewer than -partitions when the
+// table's metadata row count is below -partitions × -min-partition-rows),
+// saying so when they are fewer. It reads metadata only.
 func fitPartitions(ctx context.Context, src source.Source, cfg config, stdout io.Writer) (int, error) {
-	if cfg.minPartRows <= 0 || cfg.partitions == 1 {
-		return cfg.partitions, nil
+	if cfg.partitions == 1 {
+		return 1, nil
 	}
 	ci, err := src.CaptureInstance(ctx, cfg.instance)
 	if err != nil {
@@ -173,7 +188,7 @@ func fitPartitions(ctx context.Context, src source.Source, cfg config, stdout io
 	if err != nil || n < 0 {
 		return cfg.partitions, nil
 	}
-	fit := int(min(int64(cfg.partitions), max(1, n/cfg.minPartRows)))
+	fit := cfg.snapshotOptions().PartitionsFor(n)
 	if fit < cfg.partitions {
 		fmt.Fprintf(stdout, "partitions: %d, not %d: the table holds ~%s rows by metadata, and a partition gets at least %s (-min-partition-rows)\n",
 			fit, cfg.partitions, groupDigits(n), groupDigits(cfg.minPartRows))

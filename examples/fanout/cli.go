@@ -64,6 +64,7 @@ func cli(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "", "plan":
 		fs.StringVar(&cfg.instance, "capture-instance", demoInstance, "capture instance to snapshot")
 		fs.IntVar(&cfg.partitions, "partitions", 4, "partitions to plan: one worker each")
+		fs.Int64Var(&cfg.minPartRows, "min-partition-rows", snapshot.DefaultMinPartitionRows, "fewest rows, by the table's metadata row count, worth a partition of their own: a smaller table gets fewer partitions; 0 keeps -partitions")
 		fs.BoolVar(&cfg.resnapshot, "resnapshot", false, "take a new snapshot even if the table holds one")
 		if cmd == "plan" {
 			fs.StringVar(&tasksFile, "tasks", "", "also write one worker task per line to this file, for the partitions left to read (Spark's RDD.pipe input)")

@@ -117,7 +117,7 @@ func TestKubernetesManifest(t *testing.T) {
 
 	// Step 1, as the manifest's comment says, with the same DSN file.
 	t.Setenv(envDSNFile, filepath.Join(secretDir, "dsn"))
-	plan, _, err := runCLI(ctx, "", "plan", "-target", target, "-partitions", strconv.Itoa(partitions))
+	plan, _, err := runCLI(ctx, "", "plan", "-target", target, "-partitions", strconv.Itoa(partitions), "-min-partition-rows", "0")
 	if err != nil {
 		t.Fatalf("plan: %v", err)
 	}

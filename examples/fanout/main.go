@@ -124,6 +124,7 @@ type config struct {
 	instance    string
 	source      SourceSpec
 	partitions  int
+	minPartRows int64 // -min-partition-rows; 0: no minimum
 	parallel    int
 	retries     int
 	resnapshot  bool
@@ -241,7 +242,11 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 // left (its workers' recorded parts are not read again), or records a new
 // plan with the table (snapshot.Prepare).
 func prepare(ctx context.Context, db source.Source, table sink.Sink, cfg config, logger *slog.Logger) (*snapshot.Prepared, error) {
-	return snapshot.Prepare(ctx, db, table, snapshot.Options{CaptureInstance: cfg.instance, Partitions: cfg.partitions, Resnapshot: cfg.resnapshot, RunOptions: snapshot.RunOptions{Logger: logger}})
+	least := cfg.minPartRows
+	if least == 0 {
+		least = -1 // no minimum
+	}
+	return snapshot.Prepare(ctx, db, table, snapshot.Options{CaptureInstance: cfg.instance, Partitions: cfg.partitions, MinPartitionRows: least, Resnapshot: cfg.resnapshot, RunOptions: snapshot.RunOptions{Logger: logger}})
 }
 
 // result is one partition's outcome.

@@ -290,7 +290,7 @@ func TestCommitChecksParts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer table.Close()
-	opts := snapshot.Options{CaptureInstance: demoInstance, Partitions: cfg.partitions}
+	opts := snapshot.Options{CaptureInstance: demoInstance, Partitions: cfg.partitions, MinPartitionRows: -1}
 	planA, err := snapshot.NewPlan(ctx, db, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -399,7 +399,7 @@ func TestFanoutEqualsTake(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		plan, err := snapshot.NewPlan(ctx, coord, snapshot.Options{CaptureInstance: demoInstance, Partitions: partitions})
+		plan, err := snapshot.NewPlan(ctx, coord, snapshot.Options{CaptureInstance: demoInstance, Partitions: partitions, MinPartitionRows: -1})
 		if err != nil {
 			t.Fatalf("%s: NewPlan: %v", name, err)
 		}
@@ -426,7 +426,7 @@ func TestFanoutEqualsTake(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tres, err := snapshot.Take(ctx, coord, take, snapshot.Options{CaptureInstance: demoInstance, Partitions: 1 + r.IntN(5)})
+		tres, err := snapshot.Take(ctx, coord, take, snapshot.Options{CaptureInstance: demoInstance, Partitions: 1 + r.IntN(5), MinPartitionRows: -1})
 		if err != nil {
 			t.Fatalf("%s: Take: %v", name, err)
 		}
@@ -495,7 +495,7 @@ func TestWorkerBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := snapshot.NewPlan(t.Context(), db, snapshot.Options{CaptureInstance: demoInstance, Partitions: 2})
+	plan, err := snapshot.NewPlan(t.Context(), db, snapshot.Options{CaptureInstance: demoInstance, Partitions: 2, MinPartitionRows: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -517,7 +517,7 @@ func TestSteps(t *testing.T) {
 		err := cli(ctx, args, strings.NewReader(""), &out, &errOut)
 		return out.String(), errOut.String(), err
 	}
-	planJSON, _, err := cmd(append([]string{"plan", "-partitions", "3"}, common...)...)
+	planJSON, _, err := cmd(append([]string{"plan", "-partitions", "3", "-min-partition-rows", "0"}, common...)...)
 	if err != nil {
 		t.Fatalf("plan: %v", err)
 	}
@@ -534,7 +534,7 @@ func TestSteps(t *testing.T) {
 		if i == 1 {
 			// The orchestrator restarts: plan again resumes the same
 			// plan and says which partitions are left.
-			again, errOut, err := cmd(append([]string{"plan", "-partitions", "3"}, common...)...)
+			again, errOut, err := cmd(append([]string{"plan", "-partitions", "3", "-min-partition-rows", "0"}, common...)...)
 			if err != nil || again != planJSON || !strings.Contains(errOut, "partitions [0 2] are recorded; run workers for [1]") {
 				t.Fatalf("plan after two workers = %q, %q, %v; want the same plan, resumed", again, errOut, err)
 			}

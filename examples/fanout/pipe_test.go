@@ -43,7 +43,7 @@ func TestPipeProtocol(t *testing.T) {
 	target := filepath.Join(dir, "table")
 	common := []string{"-target", target, "-seed", "5", "-rows", "3000"}
 	tasksFile := filepath.Join(dir, "tasks.jsonl")
-	planJSON, _, err := runCLI(ctx, "", append([]string{"plan", "-partitions", "4", "-tasks", tasksFile}, common...)...)
+	planJSON, _, err := runCLI(ctx, "", append([]string{"plan", "-partitions", "4", "-min-partition-rows", "0", "-tasks", tasksFile}, common...)...)
 	if err != nil {
 		t.Fatalf("plan: %v", err)
 	}
@@ -70,7 +70,7 @@ func TestPipeProtocol(t *testing.T) {
 		t.Fatalf("worker of one task = %q, %v; want one Part line", out, err)
 	}
 	// The driver runs again: plan resumes and lists the three left.
-	again, errOut, err := runCLI(ctx, "", append([]string{"plan", "-partitions", "4", "-tasks", tasksFile}, common...)...)
+	again, errOut, err := runCLI(ctx, "", append([]string{"plan", "-partitions", "4", "-min-partition-rows", "0", "-tasks", tasksFile}, common...)...)
 	if err != nil || again != planJSON || !strings.Contains(errOut, "run workers for [0 2 3]") {
 		t.Fatalf("plan again = %q, %q, %v", again, errOut, err)
 	}
@@ -130,7 +130,7 @@ func TestPipeProtocol(t *testing.T) {
 	// A resnapshot plan whose records are gone (dropped as stale, say)
 	// must not pass for committed: the table's snapshot is the one it
 	// replaces, though at the same LSN.
-	replan, _, err := runCLI(ctx, "", append([]string{"plan", "-partitions", "2", "-resnapshot"}, common...)...)
+	replan, _, err := runCLI(ctx, "", append([]string{"plan", "-partitions", "2", "-min-partition-rows", "0", "-resnapshot"}, common...)...)
 	if err != nil {
 		t.Fatalf("plan -resnapshot: %v", err)
 	}
@@ -155,7 +155,7 @@ func TestPipeProtocol(t *testing.T) {
 	}
 
 	// A rerun of the driver: no plan, an empty task file.
-	out, _, err = runCLI(ctx, "", append([]string{"plan", "-partitions", "4", "-tasks", tasksFile}, common...)...)
+	out, _, err = runCLI(ctx, "", append([]string{"plan", "-partitions", "4", "-min-partition-rows", "0", "-tasks", tasksFile}, common...)...)
 	if b, _ := os.ReadFile(tasksFile); err != nil || out != "" || len(b) != 0 {
 		t.Errorf("plan after the commit = %q, tasks %q, %v; want nothing", out, b, err)
 	}
@@ -170,7 +170,7 @@ func TestWorkerStopsAtFirstFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := snapshot.NewPlan(ctx, db, snapshot.Options{CaptureInstance: demoInstance, Partitions: 3})
+	plan, err := snapshot.NewPlan(ctx, db, snapshot.Options{CaptureInstance: demoInstance, Partitions: 3, MinPartitionRows: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

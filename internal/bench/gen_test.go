@@ -118,7 +118,7 @@ func TestRangesCoverEveryRowOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			plan, err := snapshot.NewPlan(ctx, g, snapshot.Options{CaptureInstance: genCI, Partitions: tc.partitions})
+			plan, err := snapshot.NewPlan(ctx, g, snapshot.Options{CaptureInstance: genCI, Partitions: tc.partitions, MinPartitionRows: -1})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -45,7 +45,7 @@ func measurePlanning(ctx context.Context, rows, companies int64, partitions []in
 	var out []planCost
 	for _, n := range partitions {
 		db.ResetStats()
-		plan, err := snapshot.NewPlan(ctx, db, snapshot.Options{CaptureInstance: "dbo_lines", Partitions: n})
+		plan, err := snapshot.NewPlan(ctx, db, snapshot.Options{CaptureInstance: "dbo_lines", Partitions: n, MinPartitionRows: -1})
 		if err != nil {
 			return nil, err
 		}

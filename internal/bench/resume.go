@@ -106,7 +106,7 @@ func resumeOnce(ctx context.Context, rows int64, partitions, parallelism int, wo
 		parallelism = 2
 	}
 	row := resumeRow{Rows: rows, Partitions: partitions, Parallelism: parallelism, CrashAt: rows * 9 / 10}
-	opts := snapshot.Options{CaptureInstance: genCI, Partitions: partitions, Parallelism: parallelism}
+	opts := snapshot.Options{CaptureInstance: genCI, Partitions: partitions, MinPartitionRows: -1, Parallelism: parallelism}
 	take := func(dir string, src source.Source) (snapshot.Result, time.Duration, error) {
 		tb, err := delta.Open(ctx, dir, delta.Options{})
 		if err != nil {

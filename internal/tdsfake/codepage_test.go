@@ -71,7 +71,7 @@ func TestLegacyTextKeysAndValuesReadExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	src, _, _ := serve(t, db, tdsfake.Options{PageRows: 7}, sqlserver.Options{})
-	opts := snapshot.Options{CaptureInstance: "dbo_names", Partitions: 6, ReadOptions: snapshot.ReadOptions{BatchRows: 16}}
+	opts := snapshot.Options{CaptureInstance: "dbo_names", Partitions: 6, MinPartitionRows: -1, ReadOptions: snapshot.ReadOptions{BatchRows: 16}}
 	prep, err := snapshot.Prepare(ctx, src, fake.NewMemSink(), opts)
 	if err != nil {
 		t.Fatal(err)

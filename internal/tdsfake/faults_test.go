@@ -187,7 +187,7 @@ func TestRetriesLoseNoRowOverTheWire(t *testing.T) {
 			}
 		} else {
 			from, _, err = snapshot.Bootstrap(ctx, src, dst, snapshot.Options{
-				CaptureInstance: w.CI, Partitions: 1 + r.IntN(6), Parallelism: 1 + r.IntN(3), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(15)},
+				CaptureInstance: w.CI, Partitions: 1 + r.IntN(6), MinPartitionRows: -1, Parallelism: 1 + r.IntN(3), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(15)},
 			})
 		}
 		stop()

@@ -74,7 +74,7 @@ func TestPartitionsWithoutResumableOrderAreReadAgain(t *testing.T) {
 	src, srv, _ := serve(t, db, tdsfake.Options{Inject: inject, PageRows: 5}, sqlserver.Options{Retry: sqlserver.Retry{Initial: time.Millisecond, Max: time.Millisecond}})
 	dst := fake.NewMemSink()
 	defer dst.Close()
-	_, res, err := snapshot.Bootstrap(ctx, src, dst, snapshot.Options{CaptureInstance: "dbo_t", Partitions: 3, Parallelism: 1, ReadOptions: snapshot.ReadOptions{BatchRows: 10}, RunOptions: snapshot.RunOptions{Logger: slog.New(&logged)}})
+	_, res, err := snapshot.Bootstrap(ctx, src, dst, snapshot.Options{CaptureInstance: "dbo_t", Partitions: 3, MinPartitionRows: -1, Parallelism: 1, ReadOptions: snapshot.ReadOptions{BatchRows: 10}, RunOptions: snapshot.RunOptions{Logger: slog.New(&logged)}})
 	if err != nil {
 		t.Fatalf("Bootstrap: %v", err)
 	}

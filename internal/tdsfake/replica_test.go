@@ -56,7 +56,7 @@ func readOnlySourceWith(t *testing.T, db *fake.DB, opts tdsfake.Options, sopts s
 func TestSnapshotConnectionsCarryReadOnlyIntent(t *testing.T) {
 	db := bigTable(t, 3000)
 	src, srv, _ := readOnlySource(t, db, tdsfake.Options{PageRows: 100})
-	if _, err := snapshot.Take(context.Background(), src, fake.NewMemSink(), snapshot.Options{CaptureInstance: "dbo_big", Partitions: 4}); err != nil {
+	if _, err := snapshot.Take(context.Background(), src, fake.NewMemSink(), snapshot.Options{CaptureInstance: "dbo_big", Partitions: 4, MinPartitionRows: -1}); err != nil {
 		t.Fatal(err)
 	}
 	conns := map[uint64]bool{}
@@ -257,7 +257,7 @@ func TestSnapshotOnALaggingReplicaOverTheWire(t *testing.T) {
 	lagging.Store(true)
 	dst := fake.NewMemSink()
 	defer dst.Close()
-	opts := snapshot.Options{CaptureInstance: "dbo_big", Partitions: 3}
+	opts := snapshot.Options{CaptureInstance: "dbo_big", Partitions: 3, MinPartitionRows: -1}
 	var rb *source.ReplicaBehindError
 	if _, err := snapshot.Take(ctx, src, dst, opts); !errors.As(err, &rb) || rb.Need != planned {
 		t.Fatalf("snapshot on a lagging replica: %v, want a *source.ReplicaBehindError needing %s", err, planned)

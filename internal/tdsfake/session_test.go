@@ -146,7 +146,7 @@ func TestBoundsHaveTheTypesTheirCastsExpect(t *testing.T) {
 		t.Fatal(err)
 	}
 	src, srv, _ := serve(t, db, tdsfake.Options{}, sqlserver.Options{})
-	if _, err := snapshot.Take(context.Background(), src, fake.NewMemSink(), snapshot.Options{CaptureInstance: "dbo_keys", Partitions: 7}); err != nil {
+	if _, err := snapshot.Take(context.Background(), src, fake.NewMemSink(), snapshot.Options{CaptureInstance: "dbo_keys", Partitions: 7, MinPartitionRows: -1}); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]int{}
@@ -205,7 +205,7 @@ func TestPasswordNeverShown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := snapshot.Take(context.Background(), src, fake.NewMemSink(), snapshot.Options{CaptureInstance: "dbo_big", Partitions: 3, RunOptions: snapshot.RunOptions{Logger: logger}}); err != nil {
+	if _, err := snapshot.Take(context.Background(), src, fake.NewMemSink(), snapshot.Options{CaptureInstance: "dbo_big", Partitions: 3, MinPartitionRows: -1, RunOptions: snapshot.RunOptions{Logger: logger}}); err != nil {
 		t.Fatal(err)
 	}
 	if logs.Len() == 0 {

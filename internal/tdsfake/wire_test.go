@@ -71,7 +71,7 @@ func TestBootstrapConvergesOverTheWire(t *testing.T) {
 		}
 		dst := fake.NewMemSink()
 		from, _, err := snapshot.Bootstrap(ctx, src, dst, snapshot.Options{
-			CaptureInstance: w.CI, Partitions: 1 + r.IntN(8), Parallelism: 1 + r.IntN(3), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(15), Isolation: iso},
+			CaptureInstance: w.CI, Partitions: 1 + r.IntN(8), MinPartitionRows: -1, Parallelism: 1 + r.IntN(3), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(15), Isolation: iso},
 		})
 		stop()
 		if err != nil {
@@ -162,7 +162,7 @@ func TestPollAcrossDataLossOverTheWire(t *testing.T) {
 	src, srv, _ := serve(t, w.DB, tdsfake.Options{DenyChangeTables: true, BeforeServe: hook}, sqlserver.Options{AllowChangeFunction: true})
 	dst := fake.NewMemSink()
 	defer dst.Close()
-	from, _, err := snapshot.Bootstrap(ctx, src, dst, snapshot.Options{CaptureInstance: w.CI, Partitions: 3})
+	from, _, err := snapshot.Bootstrap(ctx, src, dst, snapshot.Options{CaptureInstance: w.CI, Partitions: 3, MinPartitionRows: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestPollAcrossDataLossOverTheWire(t *testing.T) {
 		t.Fatal("no change-function read reached the server")
 	}
 	res, err := snapshot.Poll(ctx, src, appender(dst), w.CI, from, snapshot.PollOptions{BatchID: 1,
-		OnDataLoss: snapshot.ResnapshotOnDataLoss(src, dst, snapshot.Options{CaptureInstance: w.CI, Partitions: 2})})
+		OnDataLoss: snapshot.ResnapshotOnDataLoss(src, dst, snapshot.Options{CaptureInstance: w.CI, Partitions: 2, MinPartitionRows: -1})})
 	if err != nil || res.DataLoss == nil {
 		t.Fatalf("poll with a re-snapshot: %+v, %v", res, err)
 	}

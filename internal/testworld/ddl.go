@@ -414,7 +414,7 @@ func (d *ddlRun) snapshot(ci string, again bool) {
 	stop := d.dmlBetweenPages()
 	defer stop()
 	if d.r.IntN(2) == 0 {
-		opts := snapshot.Options{CaptureInstance: ci, Partitions: 1 + d.r.IntN(4), Resnapshot: again, ReadOptions: snapshot.ReadOptions{BatchRows: 1 + d.r.IntN(7)}}
+		opts := snapshot.Options{CaptureInstance: ci, Partitions: 1 + d.r.IntN(4), MinPartitionRows: -1, Resnapshot: again, ReadOptions: snapshot.ReadOptions{BatchRows: 1 + d.r.IntN(7)}}
 		from, res, err := snapshot.Bootstrap(d.ctx, d.src, d.dst, opts)
 		for tries := 0; errors.Is(err, snapshot.ErrStale) && tries < 3; tries++ {
 			from, res, err = snapshot.Bootstrap(d.ctx, d.src, d.dst, opts)
