@@ -44,7 +44,7 @@ BARE_SCHEMAS = {"sys"}
 PROCEDURES = {"sp_cdc_help_change_data_capture", "sp_cdc_get_captured_columns", "sp_cdc_get_ddl_history", "sp_spaceused"}
 FUNCTIONS = {"fn_cdc_get_max_lsn", "fn_cdc_get_min_lsn", "fn_cdc_map_lsn_to_time"}
 # Built-in functions sqlglot has no expression type for, called unqualified.
-BUILTINS = {"COLLATIONPROPERTY", "SERVERPROPERTY", "CURRENT_TIMEZONE_ID", "TYPE_NAME"}
+BUILTINS = {"COLLATIONPROPERTY", "SERVERPROPERTY", "CURRENT_TIMEZONE_ID", "TYPE_NAME", "HAS_PERMS_BY_NAME"}
 SET_RE = re.compile(r"^(SET TRANSACTION ISOLATION LEVEL (READ COMMITTED|SNAPSHOT)|SET LOCK_TIMEOUT (-1|[0-9]{1,10}))$")
 LENGTH_TYPES = {"CHAR", "VARCHAR", "NCHAR", "NVARCHAR", "BINARY", "VARBINARY"}
 # Text check independent of how sqlglot maps type names.

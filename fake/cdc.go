@@ -2,6 +2,7 @@ package fake
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -30,6 +31,7 @@ type instance struct {
 	changes []*change    // in (start_lsn, command_id, seqval, operation) order; values in ct's types
 	ddl     []source.DDL // the DDL history (F65)
 	denied  bool         // the login may not read the instance's changes
+	noCT    bool         // the login may not read the instance's change table (DenyChangeTable)
 }
 
 // EnableCDC creates a capture instance on a table, as
@@ -237,6 +239,69 @@ func (db *DB) setDenied(name string, denied bool) error {
 	return nil
 }
 
+// ErrChangeTableDenied is wrapped by the errors of ReadChanges and
+// ChangeAccess for a capture instance whose change table the login may not
+// read (DenyChangeTable), as source/sqlserver's wrap
+// sqlserver.ErrChangeTableDenied by default.
+var ErrChangeTableDenied = errors.New("fake: the login may not read the change table")
+
+// DenyChangeTable takes away the login's SELECT on a capture instance's
+// change table, cdc.[<instance>_CT], and nothing else: the instance stays
+// listed and its minimum LSN readable (the gating role and the captured
+// columns are granted), but ReadChanges fails with an error wrapping
+// ErrChangeTableDenied, as source/sqlserver's does by default (FACTS.md
+// F11, F54). internal/tdsfake answers a read of that change table with
+// error 229. GrantChangeTable gives it back.
+func (db *DB) DenyChangeTable(instanceName string) error {
+	return db.setChangeTable(instanceName, true)
+}
+
+// GrantChangeTable undoes DenyChangeTable.
+func (db *DB) GrantChangeTable(instanceName string) error {
+	return db.setChangeTable(instanceName, false)
+}
+
+func (db *DB) setChangeTable(name string, denied bool) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	in, err := db.instanceLocked(name)
+	if err != nil {
+		return err
+	}
+	in.noCT = denied
+	return nil
+}
+
+// changeTableDenied is the error of a read of in's change table after
+// DenyChangeTable.
+func changeTableDenied(in *instance) error {
+	return fmt.Errorf("%w cdc.[%s_CT]: GRANT SELECT ON SCHEMA::cdc TO <login>", ErrChangeTableDenied, in.name)
+}
+
+// ChangeAccess tells, reading no change, what ReadChanges of ci would fail
+// with for want of a grant (snapshot.ChangeAccessChecker): a
+// *source.AccessError for an instance the login may not read
+// (DenyChanges) or that is gone, an error wrapping ErrChangeTableDenied
+// after DenyChangeTable, else nil.
+func (db *DB) ChangeAccess(ctx context.Context, ci *source.CaptureInstance) (denied, err error) {
+	if err := db.enter(ctx, OpChangeAccess); err != nil {
+		return nil, err
+	}
+	if ci == nil {
+		return nil, fmt.Errorf("fake: nil capture instance")
+	}
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	in, err := db.readableLocked(ci.Name)
+	switch {
+	case err != nil:
+		return err, nil
+	case in.noCT:
+		return changeTableDenied(in), nil
+	}
+	return nil, nil
+}
+
 // RunCaptureJob lets the capture job catch up with every commit so far: the
 // change tables, fn_cdc_get_max_lsn and fn_cdc_map_lsn_to_time show them,
 // and an instance whose start_lsn the job has passed gets a valid minimum
@@ -418,7 +483,9 @@ func (db *DB) lookup(ci *source.CaptureInstance) (*instance, error) {
 // below the instance's minimum LSN (its start_lsn until the capture job
 // reaches it, then as Cleanup raises it) is a *source.DataLossError, and so
 // is a Cleanup above from while the reader is read. A dropped instance, or
-// one the login may not read, is a *source.AccessError. A to above the max
+// one the login may not read, is a *source.AccessError; one whose change
+// table the login may not read (DenyChangeTable), an error wrapping
+// ErrChangeTableDenied. A to above the max
 // LSN (or above SetReplicaMaxLSN's) is a *source.ReplicaBehindError, as
 // source/sqlserver refuses a read it cannot take to its end: never a
 // shorter read.
@@ -433,6 +500,9 @@ func (db *DB) ReadChanges(ctx context.Context, ci *source.CaptureInstance, from,
 	in, err := db.readableLocked(ci.Name)
 	var cols []source.Column
 	var conv func([]any) ([]any, error)
+	if err == nil && in.noCT {
+		err = changeTableDenied(in)
+	}
 	if err == nil {
 		cols, conv = in.cols, in.converter()
 	}

@@ -661,6 +661,7 @@ const (
 	OpSeekKey         Op = "SeekKey"
 	OpReadRange       Op = "ReadRange"
 	OpReadChanges     Op = "ReadChanges"
+	OpChangeAccess    Op = "ChangeAccess"
 	OpDDLHistory      Op = "DDLHistory"
 	OpCommit          Op = "Commit"
 )

@@ -40,12 +40,33 @@ type Inspection struct {
 	// change table holds (ok false: none yet, a new instance).
 	MinLSN   lsn.LSN
 	MinLSNOK bool
-	// ChangesErr is why the caller may not read the instance's changes
-	// (a *source.AccessError: not in its gating role), which the stream
-	// after the snapshot needs; nil when it may. The plan's own reads
-	// (the key's bounds or keyset seeks) need SELECT on the key columns
-	// and failed Inspect if it was missing.
+	// ChangesErr is why the caller may not read the instance's changes,
+	// which the stream after the snapshot needs; nil when it may. It is
+	// what the source's change reads would fail with: a
+	// *source.AccessError when sys.fn_cdc_get_min_lsn refuses (not in the
+	// gating role, or no SELECT on a captured column), or, from a source
+	// that implements ChangeAccessChecker, a refusal of a grant only its
+	// change reads need (source/sqlserver: SELECT on the change table,
+	// wrapping sqlserver.ErrChangeTableDenied). The plan's own reads (the
+	// key's bounds or keyset seeks) need SELECT on the key columns and
+	// failed Inspect if it was missing.
 	ChangesErr error
+	// ChangesChecked is true when the source checked every grant its
+	// change reads need (it implements ChangeAccessChecker), false when
+	// only sys.fn_cdc_get_min_lsn answered.
+	ChangesChecked bool
+}
+
+// ChangeAccessChecker is a source.Source that can tell, reading no change,
+// whether its ReadChanges would refuse a capture instance for want of a
+// grant that MinLSN does not check. source/sqlserver implements it (SELECT
+// on the change table and cdc.lsn_time_mapping, which it reads by default,
+// asked of HAS_PERMS_BY_NAME), and so does fake.DB. Inspect calls it.
+type ChangeAccessChecker interface {
+	// ChangeAccess returns as denied the error ReadChanges of ci would
+	// fail with for want of a grant, nil when it would not; err is why it
+	// could not tell.
+	ChangeAccess(ctx context.Context, ci *source.CaptureInstance) (denied, err error)
 }
 
 // Inspect finds what Take or Bootstrap would do with these options now,
@@ -55,8 +76,11 @@ type Inspection struct {
 // read, and whether the caller may read the instance's changes. It makes
 // the plan as Prepare does, the same metadata queries and, for keyset
 // ranges, the same key seeks (keys of an index, no row), and checks that
-// dst can take the instance's columns (sink.Checker). It drops nothing and
-// records nothing: a partial snapshot it calls unusable is still there.
+// dst can take the instance's columns (sink.Checker). The changes are
+// checked with sys.fn_cdc_get_min_lsn and, when src implements
+// ChangeAccessChecker, with its check of the grants its change reads need.
+// It drops nothing and records nothing: a partial snapshot it calls
+// unusable is still there.
 func Inspect(ctx context.Context, src source.Source, dst sink.Sink, opts Options) (*Inspection, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -96,6 +120,12 @@ func Inspect(ctx context.Context, src source.Source, dst sink.Sink, opts Options
 		in.ChangesErr = err
 	case err != nil:
 		return nil, fmt.Errorf("snapshot %q: min LSN: %w", opts.CaptureInstance, err)
+	}
+	if c, ok := src.(ChangeAccessChecker); ok && in.ChangesErr == nil {
+		if in.ChangesErr, err = c.ChangeAccess(ctx, in.Instance); err != nil {
+			return nil, fmt.Errorf("snapshot %q: checking access to the changes: %w", opts.CaptureInstance, err)
+		}
+		in.ChangesChecked = true
 	}
 	return in, nil
 }

@@ -131,3 +131,47 @@ func TestInspectRefusesWhatTakeRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestInspectChecksTheChangeTable: a login in the instance's gating role
+// that may not read its change table (fake.DB.DenyChangeTable; FACTS.md
+// F11, F86) is told so by Inspect, which reads no row and no change (the
+// fake's counters, and a fault armed on the next change read that is still
+// armed afterwards), with the error the stream's change reads then fail
+// with. A source that cannot check leaves ChangesChecked false.
+func TestInspectChecksTheChangeTable(t *testing.T) {
+	ctx := context.Background()
+	db := inspectDB(t)
+	opts := snapshot.Options{CaptureInstance: "dbo_t", Partitions: 4, MinPartitionRows: -1}
+	if in := inspect(t, db, fake.NewMemSink(), opts); in.ChangesErr != nil || !in.ChangesChecked {
+		t.Fatalf("granted: ChangesErr %v, checked %v; want nil, true", in.ChangesErr, in.ChangesChecked)
+	}
+	if err := db.DenyChangeTable("dbo_t"); err != nil {
+		t.Fatal(err)
+	}
+	armed := errors.New("a change read")
+	db.FailNext(fake.OpReadChanges, armed)
+	in := inspect(t, db, fake.NewMemSink(), opts)
+	if !errors.Is(in.ChangesErr, fake.ErrChangeTableDenied) || !in.ChangesChecked || !strings.Contains(in.ChangesErr.Error(), "GRANT SELECT ON SCHEMA::cdc TO <login>") {
+		t.Fatalf("change table denied: ChangesErr %v, checked %v; want fake.ErrChangeTableDenied naming the grant", in.ChangesErr, in.ChangesChecked)
+	}
+	if in.Plan == nil || len(in.Plan.Ranges) != 4 {
+		t.Errorf("change table denied: plan %+v; want the plan, as before", in.Plan)
+	}
+	if _, err := db.ReadChanges(ctx, in.Instance, in.Instance.StartLSN, in.Instance.StartLSN); !errors.Is(err, armed) {
+		t.Fatalf("Inspect read changes: the fault armed on the next change read is gone (%v)", err)
+	}
+	if _, err := db.ReadChanges(ctx, in.Instance, in.Instance.StartLSN, in.Instance.StartLSN); !errors.Is(err, fake.ErrChangeTableDenied) {
+		t.Errorf("ReadChanges after DenyChangeTable: %v, want what Inspect said", err)
+	}
+
+	unchecked, err := snapshot.Inspect(ctx, struct{ source.Source }{db}, fake.NewMemSink(), opts)
+	if err != nil || unchecked.ChangesErr != nil || unchecked.ChangesChecked {
+		t.Errorf("a source without ChangeAccess: %v, ChangesErr %v, checked %v; want no error and unchecked", err, unchecked.ChangesErr, unchecked.ChangesChecked)
+	}
+	if err := db.GrantChangeTable("dbo_t"); err != nil {
+		t.Fatal(err)
+	}
+	if in := inspect(t, db, fake.NewMemSink(), opts); in.ChangesErr != nil {
+		t.Errorf("granted again: %v", in.ChangesErr)
+	}
+}

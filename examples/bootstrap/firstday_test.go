@@ -7,12 +7,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/cdcsnap/cdcsnap/fake"
+	"github.com/cdcsnap/cdcsnap/internal/testenv"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/reconcile"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
@@ -298,7 +300,9 @@ func TestPlanOnly(t *testing.T) {
 			"plan only: no row read, nothing written\n",
 			"instance: sales_orders on table sales.orders (8 captured columns, start_lsn 0x",
 			"key:      region, order_id (unique clustered index PK_orders)\n",
-			"access:   this login may read ",
+			"access:   ",
+			"may read the changes: yes (",
+			"the change table: SELECT granted)\n",
 			"demo:     the demo database counted 0 range reads and 0 rows returned; planning made ")
 		for _, w := range want {
 			if !strings.Contains(out.String(), w) {
@@ -349,6 +353,45 @@ func TestSmallTableOnePartition(t *testing.T) {
 		want := fmt.Sprintf("delta:    %s version 0, %d data files", dir, tc.files)
 		if !strings.Contains(out.String(), want) || (tc.line != "" && !strings.Contains(out.String(), tc.line+"\n")) || (tc.line == "" && strings.Contains(out.String(), "partitions: ")) {
 			t.Errorf("-rows %s -min-partition-rows %s: want %q and %q:\n%s", tc.rows, tc.minRows, want, tc.line, &out)
+		}
+	}
+}
+
+// TestREADMEPlanOutput: README's plan-only output (the plancheck block) is
+// what `go run ./examples/bootstrap -plan` prints, line for line, but for
+// the time the demo took to build.
+func TestREADMEPlanOutput(t *testing.T) {
+	block := testenv.READMEBlock(t, "plancheck")
+	want := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(block), "```\n"), "\n```")
+	t.Chdir(t.TempDir()) // -target's default, ./bronze, as README shows it
+	var out, errOut bytes.Buffer
+	if code := runMain(t.Context(), []string{"-plan"}, &out, &errOut); code != exitOK {
+		t.Fatalf("-plan: exit %d\n%s\n%s", code, &out, &errOut)
+	}
+	built := regexp.MustCompile(`\(built in [0-9.]+m?s\)`)
+	got := built.ReplaceAllString(strings.TrimSpace(out.String()), "(built in …)")
+	if want = built.ReplaceAllString(want, "(built in …)"); got != want {
+		t.Errorf("README's plan-only output differs from the job's; README.md's plancheck block should read:\n%s", &out)
+	}
+}
+
+// TestManySmallTablesFewPartitions: with -instances, -min-partition-rows
+// reaches every table through the library (snapshot.Options.
+// MinPartitionRows): three demo tables of 50, 100 and 150 rows are each
+// one partition by default, and four (-partitions) with no minimum.
+func TestManySmallTablesFewPartitions(t *testing.T) {
+	for _, tc := range []struct {
+		minRows string
+		want    string
+	}{{"10000", ", 1 partitions\n"}, {"0", ", 4 partitions\n"}} {
+		var out, errOut bytes.Buffer
+		args := []string{"-instances", "all", "-demo-tables", "3", "-rows", "300", "-partitions", "4", "-min-partition-rows", tc.minRows,
+			"-target", filepath.Join(t.TempDir(), "{schema}", "{table}"), "-progress", "1h"}
+		if code := runMain(t.Context(), args, &out, &errOut); code != exitOK {
+			t.Fatalf("%q: exit %d\n%s\n%s", args, code, &out, &errOut)
+		}
+		if n := strings.Count(out.String(), tc.want); n != 3 || !strings.Contains(out.String(), "tables:   3 selected, 3 snapshotted") {
+			t.Errorf("-min-partition-rows %s: %d tables end %q, want 3:\n%s", tc.minRows, n, tc.want, &out)
 		}
 	}
 }

@@ -15,11 +15,7 @@ import (
 // printPlan is -plan: what a run with the same flags would do, found with
 // snapshot.Inspect, which reads no row and writes nothing.
 func printPlan(ctx context.Context, src source.Source, table *delta.Table, cfg config, stdout io.Writer) error {
-	in, err := snapshot.Inspect(ctx, src, table, snapshot.Options{
-		CaptureInstance: cfg.instance,
-		Partitions:      cfg.partitions,
-		DiscardPartial:  cfg.discardPartial,
-	})
+	in, err := snapshot.Inspect(ctx, src, table, cfg.snapshotOptions())
 	if err != nil {
 		return err
 	}
@@ -33,18 +29,24 @@ func printPlan(ctx context.Context, src source.Source, table *delta.Table, cfg c
 	ci := in.Instance
 	w("instance", "%s on table %s.%s (%d captured columns, start_lsn %s)", ci.Name, ci.SourceSchema, ci.SourceTable, len(ci.Columns), ci.StartLSN)
 	w("key", "%s", describeKey(ci))
-	if in.ChangesErr != nil {
-		w("access", "the snapshot's reads may run, but this login may not read the changes its stream needs: %v", in.ChangesErr)
-	} else {
-		min := "min LSN none yet: the capture job has not reached this new instance"
+	label := "access"
+	if in.Plan != nil {
+		w(label, "may read the key: yes (the plan's reads ran)")
+		label = ""
+	}
+	switch {
+	case in.ChangesErr != nil:
+		w(label, "may read the changes: no — %v", in.ChangesErr)
+	default:
+		min := "min LSN none yet, the capture job has not reached this new instance"
 		if in.MinLSNOK {
 			min = "min LSN " + in.MinLSN.String()
 		}
-		if in.Plan != nil {
-			w("access", "this login may read the key (the plan's reads ran) and the changes (%s)", min)
-		} else {
-			w("access", "this login may read the changes (%s)", min)
+		table := "SELECT granted"
+		if !in.ChangesChecked {
+			table = "not checked by this source"
 		}
+		w(label, "may read the changes: yes (the gating role and the captured columns: %s; the change table: %s)", min, table)
 	}
 	switch {
 	case in.Existing != nil && in.Plan == nil:

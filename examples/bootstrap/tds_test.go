@@ -66,7 +66,10 @@ func TestRunManyOverSQLServer(t *testing.T) {
 // TestPlanOverSQLServer runs -plan with -dsn against the fake served over
 // TDS, as against SQL Server: it prints the plan and reads no row of the
 // table (the fake's counters), writes nothing, and a capture instance the
-// login cannot see is named with what to check.
+// login cannot see is named with what to check. A login without SELECT on
+// the cdc schema is told so, with the grant, before anything is read
+// (HAS_PERMS_BY_NAME, source/sqlserver FACTS.md F86), and no change is
+// read to find out.
 func TestPlanOverSQLServer(t *testing.T) {
 	db := fake.New(fake.Options{})
 	var rows []fake.Row
@@ -94,9 +97,39 @@ func TestPlanOverSQLServer(t *testing.T) {
 		"target:   " + dir + ": new; a run creates the Delta table",
 		"~3,000 rows by metadata in 4 uniform partitions",
 		"range 3 [[2250], +inf)",
+		"access:   may read the key: yes (the plan's reads ran)\n",
+		"          may read the changes: yes (the gating role and the captured columns: min LSN none yet, the capture job has not reached this new instance; the change table: SELECT granted)\n",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, &out)
+		}
+	}
+	if st, _ := db.Stats("dbo", "orders"); st.RangeReads != 0 || st.RowsReturned != 0 {
+		t.Errorf("-plan read rows: %+v", st)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("-plan left %s: %v", dir, err)
+	}
+
+	denied, err := tdsfake.Start(context.Background(), db, tdsfake.Options{PageRows: 16, DenyChangeTables: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer denied.Close()
+	out.Reset()
+	errOut.Reset()
+	code = runMain(t.Context(), []string{"-dsn", denied.DSN("cdcsnap"), "-capture-instance", "dbo_orders", "-target", dir, "-min-partition-rows", "0", "-plan"}, &out, &errOut)
+	t.Logf("-plan of a login without SELECT on schema cdc:\n%s", &out)
+	want := "          may read the changes: no — the login may not read the change table: SQL Server says it may not SELECT from cdc.[dbo_orders_CT] and cdc.lsn_time_mapping (HAS_PERMS_BY_NAME): GRANT SELECT ON SCHEMA::cdc TO <login> (or SELECT on cdc.[dbo_orders_CT] and cdc.lsn_time_mapping)\n"
+	if code != exitOK || !strings.Contains(out.String(), want) {
+		t.Errorf("no SELECT on schema cdc: exit %d\n%s\n%s\nwant exit 0 and %q", code, &out, &errOut, want)
+	}
+	if readme, err := os.ReadFile("../../README.md"); err != nil || !strings.Contains(string(readme), "\n"+want) {
+		t.Errorf("README.md does not show the line (%v):\n%s", err, want)
+	}
+	for _, r := range denied.Requests() {
+		if strings.Contains(r.SQL, " FROM [cdc].") {
+			t.Errorf("-plan ran a change read: %s", r.SQL)
 		}
 	}
 	if st, _ := db.Stats("dbo", "orders"); st.RangeReads != 0 || st.RowsReturned != 0 {

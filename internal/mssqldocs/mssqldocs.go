@@ -67,6 +67,12 @@ var CapturedColumnsBefore2017 = func() []Column {
 	return c
 }()
 
+// ChangeAccess is the result of source/sqlserver's ChangeAccessStatement:
+// HAS_PERMS_BY_NAME returns int, 1 or 0, and NULL when the query fails or
+// the class or permission is not valid (FACTS.md F86), once for the
+// capture instance's change table and once for cdc.lsn_time_mapping.
+var ChangeAccess = []Column{{Name: "change_table", Type: "int"}, {Name: "lsn_time_mapping", Type: "int"}}
+
 // Indexes is the result of source/sqlserver's IndexesStatement over the
 // catalog views (FACTS.md F36, F55): sys.indexes index_id int, name sysname
 // (NULL for the heap's row), type tinyint, is_unique bit;

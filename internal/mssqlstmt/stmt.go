@@ -269,6 +269,22 @@ func MinLSNStatement(captureInstance string) Stmt {
 	return Stmt{SQL: "SELECT sys.fn_cdc_get_min_lsn(@p1)", Args: []any{captureInstance}}
 }
 
+// ChangeAccessStatement asks SQL Server whether the login may SELECT from
+// what ChangeTableStatement reads: the capture instance's change table,
+// cdc.[<capture instance>_CT] (FACTS.md F11), and cdc.lsn_time_mapping,
+// which it joins. HAS_PERMS_BY_NAME evaluates the caller's effective
+// permission on a securable without reading it: 1, 0, or NULL (F86).
+func ChangeAccessStatement(captureInstance string) (Stmt, error) {
+	ct, err := QuoteName(captureInstance + "_CT")
+	if err != nil {
+		return Stmt{}, fmt.Errorf("sqlserver: capture instance %q: %w", captureInstance, err)
+	}
+	return Stmt{
+		SQL:  "SELECT HAS_PERMS_BY_NAME(@p1, @p3, @p4) AS [change_table], HAS_PERMS_BY_NAME(@p2, @p3, @p4) AS [lsn_time_mapping]",
+		Args: []any{"[cdc]." + ct, "[cdc].[lsn_time_mapping]", "OBJECT", "SELECT"},
+	}, nil
+}
+
 // LSNTimeStatement reads sys.fn_cdc_map_lsn_to_time(l): the tran_end_time
 // of cdc.lsn_time_mapping's row of l, a datetime in the server's local
 // time, and NULL when l is no commit's LSN (FACTS.md F08).

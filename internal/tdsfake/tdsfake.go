@@ -10,7 +10,8 @@
 // It models what the facts register says SQL Server does where the
 // statements depend on it: error 313 from the change function for an
 // interval outside the valid one (F09), error 229 from a change table the
-// login may not read (Options.DenyChangeTables, F11), 0x00… as the minimum
+// login may not read and HAS_PERMS_BY_NAME's 0 for it
+// (Options.DenyChangeTables, fake.DB.DenyChangeTable; F11, F86), 0x00… as the minimum
 // LSN of an instance the login may not read (F07), the commit time on the
 // first change row of each LSN only (what the statement's CASE asks for,
 // F41), SET TRANSACTION ISOLATION LEVEL kept on a connection across
@@ -45,9 +46,12 @@ import (
 // Options configure a Server. The zero value serves every statement as a
 // db_owner login would be served.
 type Options struct {
-	// DenyChangeTables makes every read of a change table fail with error
-	// 229, as for a login without SELECT on the cdc schema (FACTS.md F11):
-	// the source then reads through cdc.fn_cdc_get_all_changes_<instance>.
+	// DenyChangeTables makes every read of a change table (and of
+	// cdc.lsn_time_mapping) fail with error 229, and HAS_PERMS_BY_NAME
+	// answer 0 for them, as for a login without SELECT on the cdc schema
+	// (FACTS.md F11, F86): the source refuses to read changes
+	// (sqlserver.ErrChangeTableDenied), or with AllowChangeFunction reads
+	// them through cdc.fn_cdc_get_all_changes_<instance>.
 	DenyChangeTables bool
 	// PacketSize is the TDS packet size granted a client that asks for
 	// none; 0 means 4096.
@@ -162,6 +166,7 @@ var (
 	sqlReadCommited = mssqlstmt.IsolationStatement(source.ReadCommitted).SQL
 	sqlSnapshot     = mssqlstmt.IsolationStatement(source.Snapshot).SQL
 	sqlPing         = "select 1;"
+	sqlChangeAccess = func() string { st, _ := mssqlstmt.ChangeAccessStatement("x"); return st.SQL }()
 	// sqlLockTimeout is LockTimeoutStatement's text before its number.
 	sqlLockTimeout = strings.TrimSuffix(mssqlstmt.LockTimeoutStatement(0).SQL, "0")
 )
@@ -299,6 +304,8 @@ func (h *handler) serve(ctx context.Context, req *tdsserver.Request, w *tdsserve
 		return h.minLSN(ctx, a, w)
 	case sql == sqlLSNTime:
 		return h.lsnTime(ctx, a, w)
+	case sql == sqlChangeAccess:
+		return h.changeAccess(ctx, a, w)
 	case strings.HasPrefix(sql, "EXEC sys.sp_spaceused @objname = @p1"):
 		return h.spaceUsed(ctx, a, w)
 	case strings.HasPrefix(sql, "SELECT (SELECT MIN("):
@@ -793,6 +800,66 @@ func (h *handler) minLSN(ctx context.Context, a args, w *tdsserver.ResponseWrite
 		return err
 	}
 	return w.Row(out)
+}
+
+// changeAccess answers ChangeAccessStatement as HAS_PERMS_BY_NAME does
+// (FACTS.md F86): 1 for an object of schema cdc the login may SELECT from,
+// 0 for one it may not, NULL for a name that is no such object (or a
+// class or permission other than OBJECT and SELECT). DenyChangeTables
+// denies the whole schema, the change tables and cdc.lsn_time_mapping;
+// fake.DB.DenyChangeTable one change table.
+func (h *handler) changeAccess(ctx context.Context, a args, w *tdsserver.ResponseWriter) error {
+	class, err := a.str("@p3")
+	if err != nil {
+		return err
+	}
+	perm, err := a.str("@p4")
+	if err != nil {
+		return err
+	}
+	out := make([]any, 2)
+	for i, ref := range []string{"@p1", "@p2"} {
+		name, err := a.str(ref)
+		if err != nil {
+			return err
+		}
+		schema, obj, rest, err := twoPart(name)
+		if err != nil || rest != "" || !strings.EqualFold(schema, "cdc") || !strings.EqualFold(class, "OBJECT") || !strings.EqualFold(perm, "SELECT") {
+			continue // NULL
+		}
+		granted := !h.opts.DenyChangeTables
+		switch {
+		case strings.EqualFold(obj, "lsn_time_mapping"):
+		case strings.HasSuffix(obj, "_CT"):
+			var access *source.AccessError
+			denied, err := h.db.ChangeAccess(ctx, &source.CaptureInstance{Name: strings.TrimSuffix(obj, "_CT")})
+			switch {
+			case err != nil:
+				return err
+			case errors.As(denied, &access):
+				continue // no such object the login can see
+			case errors.Is(denied, fake.ErrChangeTableDenied):
+				granted = false
+			}
+		default:
+			continue
+		}
+		out[i] = int64(0)
+		if granted {
+			out[i] = int64(1)
+		}
+	}
+	if err := w.Columns(docColumns(mssqldocs.ChangeAccess)); err != nil {
+		return err
+	}
+	return w.Row(out...)
+}
+
+// changeTableDenied reports whether fake.DB.DenyChangeTable took the
+// login's SELECT on ci's change table.
+func (h *handler) changeTableDenied(ctx context.Context, ci *source.CaptureInstance) bool {
+	denied, err := h.db.ChangeAccess(ctx, ci)
+	return err == nil && errors.Is(denied, fake.ErrChangeTableDenied)
 }
 
 // lsnTime answers sys.fn_cdc_map_lsn_to_time: a datetime, the fake's UTC
@@ -1302,7 +1369,7 @@ func (h *handler) changes(ctx context.Context, sql string, a args, w *tdsserver.
 	if err != nil {
 		return w.Error(208, 16, 1, fmt.Sprintf("Invalid object name 'cdc.%s'.", object))
 	}
-	if r.changeTable && h.opts.DenyChangeTables {
+	if r.changeTable && (h.opts.DenyChangeTables || h.changeTableDenied(ctx, ci)) {
 		return w.Error(229, 14, 5, fmt.Sprintf("The SELECT permission was denied on the object '%s', database 'cdcsnap', schema 'cdc'.", object))
 	}
 	if !r.changeTable {

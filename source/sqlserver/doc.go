@@ -32,10 +32,13 @@
 //     changes" (F07).
 //   - Changes come from the change table ordered by __$command_id within a
 //     transaction, where __$seqval alone can put an update's insert before
-//     its delete (F10); a login without SELECT on it gets an error wrapping
+//     its delete (F10); a login without SELECT on it (or on
+//     cdc.lsn_time_mapping, which the read joins) gets an error wrapping
 //     ErrChangeTableDenied naming the grant, unless
 //     Options.AllowChangeFunction lets it read through the change function,
-//     ordered by __$seqval, with a warning (F54).
+//     ordered by __$seqval, with a warning (F54). Source.ChangeAccess says
+//     so before any change is read, from HAS_PERMS_BY_NAME (F86), for
+//     snapshot.Inspect.
 //   - A read that fails with a transient error (a deadlock victim, a lock
 //     time-out, Azure SQL's reconfiguration errors, a broken connection)
 //     runs again on a new connection (Options.Retry): a range read ordered

@@ -678,6 +678,33 @@ func parseMinLSN(ci string, rs resultSet) (lsn.LSN, bool, error) {
 	return n.LSN, true, nil
 }
 
+// parseChangeAccess reads ChangeAccessStatement's row: the objects of the
+// change read (the change table, then cdc.lsn_time_mapping) that
+// HAS_PERMS_BY_NAME does not answer with 1. 0 is no effective SELECT; NULL
+// is a failed check, which for an object the login cannot see is a
+// refusal too (FACTS.md F86).
+func parseChangeAccess(changeTable string, rs resultSet) ([]string, error) {
+	const what = "HAS_PERMS_BY_NAME"
+	if len(rs.Rows) != 1 {
+		return nil, fmt.Errorf("sqlserver: %s: want one row, have %d", what, len(rs.Rows))
+	}
+	var missing []string
+	for _, c := range []struct{ col, object string }{{"change_table", changeTable}, {"lsn_time_mapping", "cdc.lsn_time_mapping"}} {
+		j, err := rs.col(what, c.col)
+		if err != nil {
+			return nil, err
+		}
+		v, ok, err := asInt(what+" "+c.col, rs.Rows[0][j])
+		if err != nil {
+			return nil, err
+		}
+		if !ok || v != 1 {
+			missing = append(missing, c.object)
+		}
+	}
+	return missing, nil
+}
+
 // serverVersion is what ServerVersionStatement tells of a server's zone.
 type serverVersion struct {
 	// namesZone: the server has CURRENT_TIMEZONE_ID() (major version 16

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -615,6 +616,52 @@ func (s *Source) MinLSN(ctx context.Context, ci string) (lsn.LSN, bool, error) {
 	return parseMinLSN(ci, rs)
 }
 
+// ChangeAccess tells, reading no change, whether ReadChanges of ci would
+// be refused for want of a grant: SELECT on the instance's change table,
+// cdc.[<capture instance>_CT], and on cdc.lsn_time_mapping, which the
+// change read joins (ChangeTableStatement), as HAS_PERMS_BY_NAME evaluates
+// the login's effective permissions (FACTS.md F86). denied wraps
+// ErrChangeTableDenied and names the grant; it is nil when the login may
+// read both, and when Options.AllowChangeFunction lets ReadChanges read
+// through cdc.fn_cdc_get_all_changes_<capture instance> instead. The
+// gating role and SELECT on the captured columns, which both reads need,
+// are what MinLSN checks (F07, F19). err is why it could not tell.
+func (s *Source) ChangeAccess(ctx context.Context, ci *source.CaptureInstance) (denied, err error) {
+	stmt, err := mssqlstmt.ChangeAccessStatement(ci.Name)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := s.run(ctx, s.db, "HAS_PERMS_BY_NAME of the change table", stmt)
+	if err != nil {
+		return nil, err
+	}
+	missing, err := parseChangeAccess(changeTableName(ci.Name), rs)
+	if err != nil || len(missing) == 0 {
+		return nil, err
+	}
+	if s.opts.AllowChangeFunction {
+		s.log.InfoContext(ctx, "sqlserver: the login may not read the change table: changes will be read through the change function (Options.AllowChangeFunction)", "capture_instance", ci.Name, "missing", strings.Join(missing, ", "))
+		return nil, nil
+	}
+	return fmt.Errorf("%w: SQL Server says it may not SELECT from %s (HAS_PERMS_BY_NAME): %s", ErrChangeTableDenied, strings.Join(missing, " and "), grantHint(ci.Name)), nil
+}
+
+// changeTableName is ci's change table, cdc.[<capture instance>_CT]
+// (FACTS.md F11), for messages.
+func changeTableName(ci string) string {
+	ct, err := mssqlstmt.QuoteName(ci + "_CT")
+	if err != nil {
+		ct = ci + "_CT"
+	}
+	return "cdc." + ct
+}
+
+// grantHint names the grant that lets a login read ci's changes from its
+// change table (README, "Permissions").
+func grantHint(ci string) string {
+	return fmt.Sprintf("GRANT SELECT ON SCHEMA::cdc TO <login> (or SELECT on %s and cdc.lsn_time_mapping)", changeTableName(ci))
+}
+
 // LSNTime returns sys.fn_cdc_map_lsn_to_time(l) as an instant in UTC,
 // the zero time for NULL (l is no commit's LSN, FACTS.md F08), reading the
 // server's wall clock in its zone (Options.ServerTimeZone, see there).
@@ -1171,7 +1218,7 @@ func (s *Source) queryChanges(ctx context.Context, q querier, ci *source.Capture
 			return nil, false, err
 		}
 		if !s.opts.AllowChangeFunction {
-			return nil, false, fmt.Errorf("%w cdc.[%s_CT]: GRANT SELECT ON SCHEMA::cdc TO <login> (or SELECT on that table); cdc.fn_cdc_get_all_changes_%s has no __$command_id and orders a transaction's rows by __$seqval, which the documentation says not to use for ordering (FACTS.md F10, F54), so it is read only with Options.AllowChangeFunction: %w", ErrChangeTableDenied, ci.Name, ci.Name, err)
+			return nil, false, fmt.Errorf("%w cdc.[%s_CT]: %s; cdc.fn_cdc_get_all_changes_%s has no __$command_id and orders a transaction's rows by __$seqval, which the documentation says not to use for ordering (FACTS.md F10, F54), so it is read only with Options.AllowChangeFunction: %w", ErrChangeTableDenied, ci.Name, grantHint(ci.Name), ci.Name, err)
 		}
 		if st.refused == "" {
 			s.log.WarnContext(ctx, "sqlserver: the login may not read the change table: reading changes through cdc.fn_cdc_get_all_changes_<capture instance> (Options.AllowChangeFunction), which has no __$command_id and orders a transaction's rows by __$seqval (FACTS.md F10, F54). GRANT SELECT ON SCHEMA::cdc to the login", "capture_instance", ci.Name, "change_table", "cdc."+ci.Name+"_CT", "reason", err.Error())

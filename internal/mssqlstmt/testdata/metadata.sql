@@ -36,6 +36,20 @@ SELECT sys.fn_cdc_get_max_lsn();
 -- @p1 = nvarchar N'dbo_Orders'
 SELECT sys.fn_cdc_get_min_lsn(@p1);
 
+-- name: cdc/change_access
+-- @p1 = nvarchar N'[cdc].[dbo_Orders_CT]'
+-- @p2 = nvarchar N'[cdc].[lsn_time_mapping]'
+-- @p3 = nvarchar N'OBJECT'
+-- @p4 = nvarchar N'SELECT'
+SELECT HAS_PERMS_BY_NAME(@p1, @p3, @p4) AS [change_table], HAS_PERMS_BY_NAME(@p2, @p3, @p4) AS [lsn_time_mapping];
+
+-- name: cdc/change_access_weird_name
+-- @p1 = nvarchar N'[cdc].[sales ]]x_Ördersё_CT]'
+-- @p2 = nvarchar N'[cdc].[lsn_time_mapping]'
+-- @p3 = nvarchar N'OBJECT'
+-- @p4 = nvarchar N'SELECT'
+SELECT HAS_PERMS_BY_NAME(@p1, @p3, @p4) AS [change_table], HAS_PERMS_BY_NAME(@p2, @p3, @p4) AS [lsn_time_mapping];
+
 -- name: cdc/map_lsn_to_time
 -- @p1 = varbinary 0x0000002A00000F380003
 SELECT sys.fn_cdc_map_lsn_to_time(@p1);

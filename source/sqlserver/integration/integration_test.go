@@ -664,7 +664,7 @@ func readChanges(t *testing.T, c context.Context, s *sqlserver.Source, ci *sourc
 // gated by a role the login is not in is not listed, and its minimum LSN
 // is 0x00…: an *source.AccessError, never "no changes" (F01, F07).
 func TestLeastPrivilege(t *testing.T) {
-	admin, _ := open(t, "CDCSNAP_MSSQL_DSN")
+	admin, owner := open(t, "CDCSNAP_MSSQL_DSN")
 	rdb, strict, _ := openWith(t, "CDCSNAP_MSSQL_READER_DSN", nil)
 	logs := &logBuffer{}
 	s, err := sqlserver.New(rdb, sqlserver.Options{AllowChangeFunction: true, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
@@ -684,6 +684,19 @@ func TestLeastPrivilege(t *testing.T) {
 	id := freshID(t, c, admin, "dbo.snap_keyupd")
 	if _, err := admin.ExecContext(c, "INSERT INTO dbo.snap_keyupd (id, v) VALUES (@p1, 1)", id); err != nil {
 		t.Fatal(err)
+	}
+	// The plan's check says so before any change is read: HAS_PERMS_BY_NAME
+	// answers for the change table (FACTS.md F86); db_owner may read it,
+	// and a source that may fall back to the change function is not
+	// refused.
+	if denied, err := strict.ChangeAccess(c, ci); err != nil || !errors.Is(denied, sqlserver.ErrChangeTableDenied) || !strings.Contains(denied.Error(), "cdc.[dbo_snap_keyupd_CT]") {
+		t.Errorf("ChangeAccess of the least-privilege login: %v, %v; want ErrChangeTableDenied naming cdc.[dbo_snap_keyupd_CT]", denied, err)
+	}
+	if denied, err := s.ChangeAccess(c, ci); denied != nil || err != nil {
+		t.Errorf("ChangeAccess with AllowChangeFunction: %v, %v; want neither", denied, err)
+	}
+	if denied, err := owner.ChangeAccess(c, ci); denied != nil || err != nil {
+		t.Errorf("ChangeAccess of db_owner: %v, %v; want neither", denied, err)
 	}
 	// By default the change function is refused, naming the grant
 	// (FACTS.md F54).
