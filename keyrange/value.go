@@ -396,6 +396,32 @@ func RowKey(c Column, v any) (string, error) {
 	return CollationKey(c, v)
 }
 
+// CertainKey returns a string that is equal for two values when SQL
+// Server certainly takes them for one value (Collation.CertainlyEqual):
+// they differ only in trailing spaces or, under a case-insensitive
+// collation of a family known to fold ASCII letters one by one, in the
+// case of ASCII letters ('I' and 'i' apart under Turkish and Azeri ones).
+// Values with different keys may still be equal under the collation
+// (accents, width, expansions, the case of other letters). Values of other
+// kinds are equal exactly as under RowKey.
+func CertainKey(c Column, v any) (string, error) {
+	s, ok := v.(string)
+	if !ok || c.Kind != KindString {
+		return RowKey(c, v)
+	}
+	s = strings.TrimRight(s, " ")
+	if !c.Collation.CaseInsensitive || !c.Collation.foldsASCII() {
+		return "s" + s, nil
+	}
+	b := []byte(s)
+	for i, x := range b {
+		if 'A' <= x && x <= 'Z' && !(c.Collation.Turkic && x == 'I') {
+			b[i] = x + 'a' - 'A'
+		}
+	}
+	return "s" + string(b), nil
+}
+
 // CollationKey returns a string that is equal for two values exactly when
 // Compare says they are equal, for grouping rows by key (a latest-image
 // merge, a reconcile). NULL has its own key.

@@ -408,3 +408,35 @@ func TestPieceJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestCertainKeyIsCertainlyEqual: CertainKey groups two strings exactly
+// when Collation.CertainlyEqual holds, over random strings of letters
+// whose case some collations fold (Turkish 'I' and 'i' among them),
+// trailing spaces and non-ASCII letters, under collations that fold ASCII
+// case letter by letter, that tie letters, that are case-sensitive or
+// binary.
+func TestCertainKeyIsCertainlyEqual(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	word := func() string {
+		letters := []string{"a", "A", "i", "I", "ı", "İ", "é", "É", " ", "ß"}
+		var b strings.Builder
+		for range r.IntN(4) {
+			b.WriteString(letters[r.IntN(len(letters))])
+		}
+		return b.String()
+	}
+	for _, name := range []string{"Latin1_General_CI_AS", "SQL_Latin1_General_CP1_CI_AI", "Turkish_CI_AS", "Danish_Norwegian_CI_AI", "Latin1_General_CS_AS", "Latin1_General_BIN2"} {
+		c := keyrange.Column{Name: "k", Kind: keyrange.KindString, Collation: keyrange.ParseCollation(name)}
+		for range 2000 {
+			x, y := word(), word()
+			kx, err := keyrange.CertainKey(c, x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ky, _ := keyrange.CertainKey(c, y)
+			if (kx == ky) != c.Collation.CertainlyEqual(x, y) {
+				t.Fatalf("%s: %q and %q: CertainKey equal %v, CertainlyEqual %v", name, x, y, kx == ky, !(kx == ky))
+			}
+		}
+	}
+}

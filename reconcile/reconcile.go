@@ -10,14 +10,19 @@
 // each side and no sort. A tile whose count or hash differs is read again
 // from the source and compared key by key with the target: a key only in
 // the source is Missing, only in the target Extra, in both with other
-// values Different. Keys match as the source matches them (the key
-// columns' collations, trailing spaces ignored), so a string key spelled
-// in another case under a case-insensitive collation is the same key with
-// a Different value.
+// values Different. Keys match by stored value, trailing spaces aside
+// (keyrange.RowKey), as the latest image groups them: a unique index holds
+// one row among the values its collation takes for equal, and every image
+// of the row carries its stored value. A source key and a target key left
+// unmatched that the source certainly takes for equal (keyrange.CertainKey:
+// ASCII case under a case-insensitive collation that folds it letter by
+// letter) are one key with a Different value; any other spelling, which
+// the server's equality may or may not take for the same key (accents,
+// width, expansions, tied letters), is Missing and Extra.
 //
 // The target side is any bronze table that can read its rows back
 // (RowReader: (*delta.Table).ReadAll, fake.MemSink.ReadAll). Its latest
-// image per key is merged in memory by snapshot.CompareOrder; rows of
+// image per stored key is merged in memory by snapshot.CompareOrder; rows of
 // other capture instances are skipped. A target that is also a
 // TileReader ((*delta.Table), whose ReadKeyRange reads only the files
 // whose key statistics may hold the tile) is read tile by tile, so memory
@@ -560,10 +565,11 @@ func (s seeker) SeekKey(ctx context.Context, from keyrange.Tuple, k int64) (keyr
 	return s.src.SeekKey(ctx, s.ci, s.iso, from, k)
 }
 
-// keyedRow is one row's key, collation key, canonical values and hash.
+// keyedRow is one row's key, its stored-value key (rowKey), canonical
+// values and hash.
 type keyedRow struct {
 	key    keyrange.Tuple
-	ckey   string
+	rowKey string
 	values []string
 	hash   [32]byte
 }
@@ -640,11 +646,11 @@ func stringColumn(rec arrow.RecordBatch, j int) (*array.String, error) {
 
 // row builds the keyed row r of rec.
 func (c *comparer) row(rec arrow.RecordBatch, r int, cols, keyCols []int) (*keyedRow, error) {
-	k, ck, err := c.keyOf(rec, r, keyCols)
+	k, rk, err := c.keyOf(rec, r, keyCols)
 	if err != nil {
 		return nil, err
 	}
-	out := &keyedRow{key: k, ckey: ck}
+	out := &keyedRow{key: k, rowKey: rk}
 	return out, c.fill(out, rec, r, cols)
 }
 
@@ -667,14 +673,14 @@ func (c *comparer) fill(out *keyedRow, rec arrow.RecordBatch, r int, cols []int)
 	return nil
 }
 
-// keyOf returns row r's key and its collation key.
+// keyOf returns row r's key and its stored-value key.
 func (c *comparer) keyOf(rec arrow.RecordBatch, r int, keyCols []int) (keyrange.Tuple, string, error) {
 	key, err := c.keyValues(rec, r, keyCols)
 	if err != nil {
 		return nil, "", err
 	}
-	ck, err := c.collationKey(key)
-	return key, ck, err
+	rk, err := c.rowKey(key, keyrange.RowKey)
+	return key, rk, err
 }
 
 // keyValues returns row r's key.
@@ -690,12 +696,13 @@ func (c *comparer) keyValues(rec arrow.RecordBatch, r int, keyCols []int) (keyra
 	return key, nil
 }
 
-// collationKey returns a string equal for two keys exactly when the source
-// takes them for the same key.
-func (c *comparer) collationKey(key keyrange.Tuple) (string, error) {
+// rowKey joins the keys of key's columns by of: keyrange.RowKey, equal
+// for two keys exactly when they are one stored value, or
+// keyrange.CertainKey.
+func (c *comparer) rowKey(key keyrange.Tuple, of func(keyrange.Column, any) (string, error)) (string, error) {
 	var ck strings.Builder
 	for i, v := range key {
-		s, err := keyrange.CollationKey(c.key[i], v)
+		s, err := of(c.key[i], v)
 		if err != nil {
 			return "", err
 		}
@@ -752,9 +759,11 @@ func (c *comparer) readTarget(ctx context.Context, dst RowReader, opts Options) 
 }
 
 // mergeTarget merges rr's rows of the capture instance whose key lies in
-// tile (every key when tile is nil) into their latest image
-// (snapshot.CompareOrder) and returns the live rows. Only the tile's keys
-// are held.
+// tile (every key when tile is nil) into their latest image per stored key
+// (keyrange.RowKey, as snapshot.Image groups them: Go's case folding would
+// take two rows a collation keeps apart, Danish "aa" and "aA", for one)
+// by snapshot.CompareOrder, and returns the live rows. Only the tile's
+// keys are held.
 func (c *comparer) mergeTarget(ctx context.Context, rr array.RecordReader, opts Options, tile *keyrange.Range) ([]*keyedRow, error) {
 	b, ok, err := c.layout(rr.Schema())
 	if err != nil || !ok {
@@ -795,11 +804,11 @@ func (c *comparer) mergeTarget(ctx context.Context, rr array.RecordReader, opts 
 			if from != "" && (o.StartLSN == nil || *o.StartLSN < from) {
 				continue // rows before From are not rebuilt from
 			}
-			ck, err := c.collationKey(k)
+			rk, err := c.rowKey(k, keyrange.RowKey)
 			if err != nil {
 				return nil, err
 			}
-			if old, ok := image[ck]; ok && snapshot.CompareOrder(old.order, o) > 0 {
+			if old, ok := image[rk]; ok && snapshot.CompareOrder(old.order, o) > 0 {
 				continue
 			}
 			// A delete (1) and an update-before (3) remove their key: under
@@ -807,13 +816,13 @@ func (c *comparer) mergeTarget(ctx context.Context, rr array.RecordReader, opts 
 			// before image holding the old key (FACTS.md F14; the after
 			// image of an update that keeps its key follows and wins).
 			gone := o.Operation == 1 || o.Operation == 3
-			row := &keyedRow{key: k, ckey: ck}
+			row := &keyedRow{key: k, rowKey: rk}
 			if !gone { // a removed row's values are never compared
 				if err := c.fill(row, rec, i, cols); err != nil {
 					return nil, err
 				}
 			}
-			image[ck] = &targetRow{keyedRow: row, order: o, delete: gone}
+			image[rk] = &targetRow{keyedRow: row, order: o, delete: gone}
 		}
 	}
 	if err := rr.Err(); err != nil {
@@ -848,33 +857,65 @@ func (c *comparer) assign(rows []*keyedRow, ranges []keyrange.Range) ([][]*keyed
 	return out, nil
 }
 
-// narrow compares one tile key by key.
+// narrow compares one tile key by key: by stored value first, then the
+// keys left on both sides by keyrange.CertainKey (see the package doc).
 func (c *comparer) narrow(ctx context.Context, src source.Source, r keyrange.Range, opts source.ReadOptions, target []*keyedRow) ([]Difference, error) {
 	tgt := make(map[string]*keyedRow, len(target))
 	for _, row := range target {
-		tgt[row.ckey] = row
+		tgt[row.rowKey] = row
 	}
 	var out []Difference
 	var sorted []*keyedRow // the keys of out, to sort them
-	err := c.readSource(ctx, src, r, opts, func(s *keyedRow) error {
-		t, ok := tgt[s.ckey]
-		switch {
-		case !ok:
-			out = append(out, Difference{Tile: r.Index, Kind: Missing, Key: s.key, Source: s.values})
-			sorted = append(sorted, s)
-		case t.hash != s.hash:
+	var missing []*keyedRow
+	different := func(s, t *keyedRow) {
+		if t.hash != s.hash {
 			out = append(out, Difference{Tile: r.Index, Kind: Different, Key: s.key, Source: s.values, Target: t.values})
 			sorted = append(sorted, s)
 		}
-		delete(tgt, s.ckey)
+	}
+	err := c.readSource(ctx, src, r, opts, func(s *keyedRow) error {
+		t, ok := tgt[s.rowKey]
+		if !ok {
+			missing = append(missing, s)
+			return nil
+		}
+		different(s, t)
+		delete(tgt, s.rowKey)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	extra := map[string][]*keyedRow{}
 	for _, t := range tgt {
-		out = append(out, Difference{Tile: r.Index, Kind: Extra, Key: t.key, Target: t.values})
-		sorted = append(sorted, t)
+		k, err := c.rowKey(t.key, keyrange.CertainKey)
+		if err != nil {
+			return nil, err
+		}
+		extra[k] = append(extra[k], t)
+	}
+	for k, ts := range extra { // one order whatever the map's
+		slices.SortFunc(ts, func(a, b *keyedRow) int { return strings.Compare(a.rowKey, b.rowKey) })
+		extra[k] = ts
+	}
+	for _, s := range missing {
+		k, err := c.rowKey(s.key, keyrange.CertainKey)
+		if err != nil {
+			return nil, err
+		}
+		if ts := extra[k]; len(ts) > 0 {
+			different(s, ts[0])
+			extra[k] = ts[1:]
+			continue
+		}
+		out = append(out, Difference{Tile: r.Index, Kind: Missing, Key: s.key, Source: s.values})
+		sorted = append(sorted, s)
+	}
+	for _, ts := range extra {
+		for _, t := range ts {
+			out = append(out, Difference{Tile: r.Index, Kind: Extra, Key: t.key, Target: t.values})
+			sorted = append(sorted, t)
+		}
 	}
 	idx := make([]int, len(out))
 	for i := range idx {
@@ -887,7 +928,7 @@ func (c *comparer) narrow(ctx context.Context, src source.Source, r keyrange.Ran
 			cmpErr = err
 		}
 		if n == 0 {
-			return strings.Compare(sorted[a].ckey, sorted[b].ckey)
+			return strings.Compare(sorted[a].rowKey, sorted[b].rowKey)
 		}
 		return n
 	})

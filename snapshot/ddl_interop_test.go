@@ -22,8 +22,8 @@ import (
 // evolvedReaders is run by TestEvolvedTableReaders with the interop
 // Python: delta-rs reads the table and computes each key's latest image by
 // the bronze order (DESIGN.md: _start_lsn, _command_id, _seqval,
-// _operation, NULLs first; a delete removes the key, an update-before
-// never wins); DuckDB's delta_scan counts the rows and the new column's
+// _operation, NULLs first; a delete or an update-before removes the key,
+// an update's after image following its before image); DuckDB's delta_scan counts the rows and the new column's
 // values.
 const evolvedReaders = `
 import glob, json, os, sys
@@ -37,9 +37,9 @@ def order(r):
     return (r["_start_lsn"], n(r["_command_id"]), n(r["_seqval"]), r["_operation"])
 latest = {}
 for r in sorted(rows, key=order):
-    if r["_operation"] == 1:
+    if r["_operation"] in (1, 3):
         latest.pop(r["id"], None)
-    elif r["_operation"] != 3:
+    else:
         latest[r["id"]] = {"a": r["a"], "d": r["d"], "ci": r["_capture_instance"]}
 import duckdb, duckdb_extension_delta
 ext = glob.glob(os.path.join(os.path.dirname(duckdb_extension_delta.__file__), "extensions", "*", "delta.duckdb_extension"))
@@ -56,13 +56,14 @@ print(json.dumps({"rows": len(rows), "columns": t.schema.names, "latest": {str(k
 // switch to it (the new column added to the table by a metadata action,
 // the files before it lacking the column) is read by delta-rs and DuckDB,
 // and its latest image equals the source in every column the instance
-// that wrote each key's row captures. A retype the table cannot take
+// that wrote each key's row captures. Key 8 moves to 108 under trace flag
+// 8207, logged as an update-before of 8 and an update-after of 108. A retype the table cannot take
 // stops the stream with a *SchemaChangeError on Delta too, the table's
 // version unchanged.
 func TestEvolvedTableReaders(t *testing.T) {
 	py := testenv.Python(t, "delta-rs and DuckDB read an evolved table")
 	ctx := context.Background()
-	db := fake.New(fake.Options{})
+	db := fake.New(fake.Options{SingletonKeyUpdates: true})
 	must := func(_ lsn.LSN, err error) {
 		t.Helper()
 		if err != nil {
@@ -104,7 +105,11 @@ func TestEvolvedTableReaders(t *testing.T) {
 	}
 	for i := 3; i < 10; i++ {
 		if i != 7 {
-			if err := tx.Update("dbo", "t", []any{int64(i)}, fake.Row{int64(i), "late", int64(i), fmt.Sprint("d", i)}); err != nil {
+			to := int64(i)
+			if i == 8 {
+				to = 108
+			}
+			if err := tx.Update("dbo", "t", []any{int64(i)}, fake.Row{to, "late", int64(i), fmt.Sprint("d", i)}); err != nil {
 				t.Fatal(err)
 			}
 		}

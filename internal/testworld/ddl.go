@@ -91,6 +91,12 @@ type DDLOptions struct {
 	// Identity makes the key a numeric(18,0) IDENTITY and adds a
 	// rowversion column (FACTS.md F64).
 	Identity bool
+	// SingletonKeyUpdates runs the fake under trace flag 8207
+	// (fake.Options.SingletonKeyUpdates): an update that moves a row to
+	// another key, which dml makes when the key is not an identity, is
+	// logged as an update-before of the old key and an update-after of
+	// the new one (FACTS.md F14).
+	SingletonKeyUpdates bool
 	// Serve returns the source the library reads db through: db itself,
 	// or source/sqlserver over TDS. Nil means db.
 	Serve func(db *fake.DB) source.Source
@@ -126,7 +132,7 @@ func RunDDL(t testing.TB, r *rand.Rand, opts DDLOptions) {
 	t.Helper()
 	d := &ddlRun{t: t, r: r, ctx: context.Background(), opts: opts, types: map[int]string{}, dropped: map[int]lsn.LSN{}, left: map[string]lsn.LSN{}, dst: fake.NewMemSink()}
 	defer func() { d.dst.Close() }()
-	d.db = fake.New(fake.Options{ReportChangeTableTypes: r.IntN(2) == 0})
+	d.db = fake.New(fake.Options{ReportChangeTableTypes: r.IntN(2) == 0, SingletonKeyUpdates: opts.SingletonKeyUpdates})
 	key := fake.ColumnDef{Name: "id", Type: "int"}
 	if opts.Identity {
 		key = fake.ColumnDef{Name: "id", Type: "numeric(18,0)", Identity: true}
@@ -228,7 +234,8 @@ func (d *ddlRun) rowWith(r *rand.Rand, info fake.TableInfo, id any) fake.Row {
 	return row
 }
 
-// dml commits a transaction of one to four inserts, updates and deletes.
+// dml commits a transaction of one to four inserts, updates and deletes;
+// without an identity key, some updates move their row to a new key.
 func (d *ddlRun) dml() { d.dmlWith(d.r) }
 
 // dmlWith is dml drawing from r.
@@ -262,7 +269,13 @@ func (d *ddlRun) dmlWith(r *rand.Rand) {
 			}
 			err = tx.Insert("dbo", ddlTable, d.rowWith(r, info, id))
 		case op == 1:
-			err = tx.Update("dbo", ddlTable, []any{key}, d.rowWith(r, info, key))
+			to := key
+			if nk := int64(r.IntN(60)); !d.opts.Identity && r.IntN(3) == 0 && !used[fmt.Sprint(nk)] &&
+				!slices.ContainsFunc(rows, func(r fake.Row) bool { return r[0] == nk }) {
+				to = nk
+				used[fmt.Sprint(nk)] = true
+			}
+			err = tx.Update("dbo", ddlTable, []any{key}, d.rowWith(r, info, to))
 		default:
 			err = tx.Delete("dbo", ddlTable, []any{key})
 		}
@@ -771,8 +784,11 @@ func (d *ddlRun) instance(name string) *source.CaptureInstance {
 
 // latestImage returns each key's latest bronze row among rows with
 // _start_lsn at or above from, by (_start_lsn, _command_id, _seqval,
-// _operation), NULLs first: a delete removes the key, an update's before
-// image never wins.
+// _operation), NULLs first: a delete (1) or an update-before (3) removes
+// the key. An update that keeps its key logs its after image (4) at the
+// before image's position, so it follows and wins; an update of the key
+// under trace flag 8207 logs the old key in the before image only
+// (FACTS.md F14), which must remove it.
 func latestImage(rows []map[string]any, from string) map[string]map[string]any {
 	order := func(r map[string]any) (string, int64, bool, string, bool, int64) {
 		lsnS, _ := r[sink.ColStartLSN].(string)
@@ -805,9 +821,8 @@ func latestImage(rows []map[string]any, from string) map[string]map[string]any {
 	for _, r := range kept {
 		k := number(r["id"])
 		switch op, _ := r[sink.ColOperation].(int64); op {
-		case 1:
+		case 1, 3:
 			delete(out, k)
-		case 3:
 		default:
 			out[k] = r
 		}
