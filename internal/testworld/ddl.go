@@ -346,7 +346,9 @@ const (
 // column it cannot take.
 func (d *ddlRun) fit() (int, string) {
 	table, _ := d.dst.ArrowSchema(d.ctx)
-	ci := d.instance(d.cur)
+	// As the library sees the instance: over the wire the change table's
+	// types (FACTS.md F64) may be another answer than the fake's.
+	ci, _ := d.src.CaptureInstance(d.ctx, d.cur)
 	if table == nil || ci == nil {
 		return fitOK, ""
 	}
