@@ -674,7 +674,7 @@ func (d *ddlRun) check() {
 		d.fatalf("%v", err)
 	}
 	d.checkChanges(rows)
-	latest := latestImage(rows, d.from.String())
+	latest := LatestImage(rows, d.from.String())
 	srcRows, err := d.db.Rows("dbo", ddlTable)
 	if err != nil {
 		d.fatalf("%v", err)
@@ -771,11 +771,11 @@ func (d *ddlRun) instance(name string) *source.CaptureInstance {
 	return ci
 }
 
-// latestImage returns each key's latest bronze row among rows with
+// LatestImage returns each key's latest bronze row among rows with
 // _start_lsn at or above from, by (_start_lsn, _command_id, _seqval,
 // _operation), NULLs first: a delete removes the key, an update's before
 // image never wins.
-func latestImage(rows []map[string]any, from string) map[string]map[string]any {
+func LatestImage(rows []map[string]any, from string) map[string]map[string]any {
 	order := func(r map[string]any) (string, int64, bool, string, bool, int64) {
 		lsnS, _ := r[sink.ColStartLSN].(string)
 		cmd, hasCmd := r[sink.ColCommandID].(int64)
