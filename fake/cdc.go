@@ -19,18 +19,19 @@ const MaxInstancesPerTable = 2
 
 // instance is a capture instance and its change table.
 type instance struct {
-	name    string
-	t       *table
-	ids     []int           // captured columns' column_ids, fixed for the instance's life (FACTS.md F59)
-	cols    []source.Column // captured columns as the instance reports them; replaced, never changed in place
-	ct      []source.Column // their types in the change table (F64); replaced, never changed in place
-	key     []string
-	start   lsn.LSN
-	min     lsn.LSN
-	changes []*change    // in (start_lsn, command_id, seqval, operation) order; values in ct's types
-	ddl     []source.DDL // the DDL history (F65)
-	denied  bool         // the login may not read the instance's changes
-	created time.Time    // create_date: when it was enabled
+	name     string
+	t        *table
+	ids      []int           // captured columns' column_ids, fixed for the instance's life (FACTS.md F59)
+	cols     []source.Column // captured columns as the instance reports them; replaced, never changed in place
+	ct       []source.Column // their types in the change table (F64); replaced, never changed in place
+	key      []string
+	keyIndex *index // @index_name's index; nil: the primary key
+	start    lsn.LSN
+	min      lsn.LSN
+	changes  []*change    // in (start_lsn, command_id, seqval, operation) order; values in ct's types
+	ddl      []source.DDL // the DDL history (F65)
+	denied   bool         // the login may not read the instance's changes
+	created  time.Time    // create_date: when it was enabled
 	// pending are the type changes of captured columns (ALTER COLUMN) the
 	// capture job has not reached, in LSN order: the change table's
 	// column takes the new type when the job reaches the DDL (F62).
@@ -89,6 +90,35 @@ func (db *DB) EnableCDC(schema, name, instanceName string, columns ...string) (*
 	in, err := db.newInstanceLocked(t, instanceName, columns)
 	if err != nil {
 		return nil, err
+	}
+	db.addInstanceLocked(in)
+	return in.describe(db), nil
+}
+
+// EnableCDCOn is EnableCDC with sys.sp_cdc_enable_table's @index_name:
+// the instance's key is the columns of the table's unique index indexName,
+// which "takes precedence over any defined primary key columns" (FACTS.md
+// F18).
+func (db *DB) EnableCDCOn(schema, name, instanceName, indexName string, columns ...string) (*source.CaptureInstance, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	t, err := db.tableLocked(schema, name)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(t.indexes, func(ix *index) bool { return ix.name == indexName })
+	if i < 0 || !t.indexes[i].unique {
+		return nil, fmt.Errorf("fake: enable CDC on %s: @index_name %q names no unique index of the table", t, indexName)
+	}
+	in, err := db.newInstanceLocked(t, instanceName, columns)
+	if err != nil {
+		return nil, err
+	}
+	in.key, in.keyIndex = slices.Clone(t.indexes[i].colNames), t.indexes[i]
+	for _, k := range in.key {
+		if j := t.columnIndex(k); j < 0 || !slices.Contains(in.ids, t.ids[j]) {
+			return nil, fmt.Errorf("fake: enable CDC on %s: index column %q is not captured", t, k)
+		}
 	}
 	db.addInstanceLocked(in)
 	return in.describe(db), nil
@@ -226,7 +256,11 @@ func (in *instance) describe(db *DB) *source.CaptureInstance {
 		Key:          append([]string(nil), in.key...),
 	}
 	ci.Indexes, ci.Heap = in.t.describeIndexes()
-	if in.key != nil && in.t.pk != nil {
+	switch {
+	case in.keyIndex != nil:
+		ix := in.keyIndex.describe()
+		ci.KeyIndex = &ix
+	case in.key != nil && in.t.pk != nil:
 		ix := in.t.pk.describe()
 		ci.KeyIndex = &ix
 	}
