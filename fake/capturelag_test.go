@@ -116,7 +116,7 @@ func TestAlterColumnReachesTheInstanceWithTheCaptureJob(t *testing.T) {
 	if b := column(t, now, "b"); b.Type != "bigint" || b.PendingType != "" || b.CastOnRead {
 		t.Fatalf("b once the capture job passed the ALTER: %+v", b)
 	}
-	rows := mustReadAll(t)(db.ReadChanges(ctx, now, ci.StartLSN, lsn.Max))
+	rows := mustReadAll(t)(db.ReadChanges(ctx, now, ci.StartLSN, must[lsn.LSN](t)(db.MaxLSN(ctx))))
 	if got := fmt.Sprint(rows[0][2], rows[len(rows)-1][2]); got != "10 1099511627776" {
 		t.Fatalf("change rows before and after the retype: %s", got)
 	}
