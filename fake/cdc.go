@@ -20,18 +20,60 @@ const MaxInstancesPerTable = 2
 
 // instance is a capture instance and its change table.
 type instance struct {
-	name    string
-	t       *table
-	ids     []int           // captured columns' column_ids, fixed for the instance's life (FACTS.md F59)
-	cols    []source.Column // captured columns as the instance reports them; replaced, never changed in place
-	ct      []source.Column // their types in the change table (F64); replaced, never changed in place
-	key     []string
-	start   lsn.LSN
-	min     lsn.LSN
-	changes []*change    // in (start_lsn, command_id, seqval, operation) order; values in ct's types
-	ddl     []source.DDL // the DDL history (F65)
-	denied  bool         // the login may not read the instance's changes
-	noCT    bool         // the login may not read the instance's change table (DenyChangeTable)
+	name     string
+	t        *table
+	ids      []int           // captured columns' column_ids, fixed for the instance's life (FACTS.md F59)
+	cols     []source.Column // captured columns as the instance reports them; replaced, never changed in place
+	ct       []source.Column // their types in the change table (F64); replaced, never changed in place
+	key      []string
+	keyIndex *index // @index_name's index; nil: the primary key
+	start    lsn.LSN
+	min      lsn.LSN
+	changes  []*change    // in (start_lsn, command_id, seqval, operation) order; values in ct's types
+	ddl      []source.DDL // the DDL history (F65)
+	denied   bool         // the login may not read the instance's changes
+	noCT     bool         // the login may not read the instance's change table (DenyChangeTable)
+	created  time.Time    // create_date: when it was enabled
+	// pending are the type changes of captured columns (ALTER COLUMN) the
+	// capture job has not reached, in LSN order: the change table's
+	// column takes the new type when the job reaches the DDL (F62).
+	pending []retype
+}
+
+// retype is an ALTER COLUMN of a captured column, pending until the
+// capture job reaches it.
+type retype struct {
+	lsn lsn.LSN
+	i   int           // the column's position among the instance's
+	ct  source.Column // its new change-table type
+	rep source.Column // its new reported type
+	cmd string
+}
+
+// ctNow returns the change table's column types as the capture job
+// writes a change committed now: with every pending type change applied,
+// since the job applies a DDL before the changes logged after it.
+func (in *instance) ctNow() []source.Column {
+	if len(in.pending) == 0 {
+		return in.ct
+	}
+	ct := slices.Clone(in.ct)
+	for _, r := range in.pending {
+		ct[r.i] = r.ct
+	}
+	return ct
+}
+
+// CaptureError is one row of sys.dm_cdc_errors: an error the capture
+// job's log scan met (FACTS.md F62).
+type CaptureError struct {
+	// Number is the error's number: 2628 (string or binary data would be
+	// truncated) or 8115 (arithmetic overflow).
+	Number int
+	// Message says what failed.
+	Message string
+	// LSN is the DDL the scan could not get past.
+	LSN lsn.LSN
 }
 
 // EnableCDC creates a capture instance on a table, as
@@ -52,7 +94,36 @@ func (db *DB) EnableCDC(schema, name, instanceName string, columns ...string) (*
 		return nil, err
 	}
 	db.addInstanceLocked(in)
-	return in.describe(), nil
+	return in.describe(db), nil
+}
+
+// EnableCDCOn is EnableCDC with sys.sp_cdc_enable_table's @index_name:
+// the instance's key is the columns of the table's unique index indexName,
+// which "takes precedence over any defined primary key columns" (FACTS.md
+// F18).
+func (db *DB) EnableCDCOn(schema, name, instanceName, indexName string, columns ...string) (*source.CaptureInstance, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	t, err := db.tableLocked(schema, name)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(t.indexes, func(ix *index) bool { return ix.name == indexName })
+	if i < 0 || !t.indexes[i].unique {
+		return nil, fmt.Errorf("fake: enable CDC on %s: @index_name %q names no unique index of the table", t, indexName)
+	}
+	in, err := db.newInstanceLocked(t, instanceName, columns)
+	if err != nil {
+		return nil, err
+	}
+	in.key, in.keyIndex = slices.Clone(t.indexes[i].colNames), t.indexes[i]
+	for _, k := range in.key {
+		if j := t.columnIndex(k); j < 0 || !slices.Contains(in.ids, t.ids[j]) {
+			return nil, fmt.Errorf("fake: enable CDC on %s: index column %q is not captured", t, k)
+		}
+	}
+	db.addInstanceLocked(in)
+	return in.describe(db), nil
 }
 
 // newInstanceLocked checks and builds, but does not add, a capture instance
@@ -116,6 +187,13 @@ func (db *DB) newInstanceLocked(t *table, instanceName string, columns []string)
 // for writing.
 func (db *DB) addInstanceLocked(in *instance) {
 	in.start, in.min = db.next, db.next
+	// create_date is a datetime (1/300 s): instances enabled in one tick
+	// of the fake clock still get dates apart.
+	in.created = db.clock.Truncate(time.Millisecond)
+	if !db.lastCreated.Before(in.created) {
+		in.created = db.lastCreated.Add(10 * time.Millisecond)
+	}
+	db.lastCreated = in.created
 	in.t.instances = append(in.t.instances, in)
 	db.instances = append(db.instances, in)
 }
@@ -147,30 +225,59 @@ func (db *DB) DisableCDC(instanceName string) error {
 // columns with the types it reports and their column_ids (FACTS.md F59),
 // the table's nullability where the table still has the column, Dropped
 // where it does not (F60, F61).
-func (in *instance) describe() *source.CaptureInstance {
+//
+// A column whose table type is not the captured one is CastOnRead, as
+// source/sqlserver reads it; unless that is an identity's or a
+// rowversion's change-table type (F64), the table's type is its
+// PendingType: an ALTER COLUMN the capture job has not reached (F62).
+func (in *instance) describe(db *DB) *source.CaptureInstance {
 	cols := append([]source.Column(nil), in.cols...)
 	for i := range cols {
 		cols[i].ID = in.ids[i]
-		if j := in.t.lay.position(in.ids[i]); j >= 0 {
-			cols[i].Nullable = in.t.cols[j].Nullable
-		} else {
+		j := in.t.lay.position(in.ids[i])
+		if j < 0 {
 			cols[i].Dropped, cols[i].Nullable = true, true
+			continue
+		}
+		tc := in.t.cols[j]
+		cols[i].Nullable = tc.Nullable
+		same := tc.Declared() == cols[i].Declared()
+		cols[i].CastOnRead = j == in.t.identity || !same
+		if !same && j != in.t.identity && !isRowversion(tc) {
+			cols[i].PendingType = tc.Declared()
 		}
 	}
 	ci := &source.CaptureInstance{
 		Name:         in.name,
 		SourceSchema: in.t.schema,
 		SourceTable:  in.t.name,
-		StartLSN:     in.min, // cleanup raises start_lsn (FACTS.md F20)
+		StartLSN:     in.startLSN(db),
+		CreateDate:   in.created,
+		ObjectID:     in.t.objectID,
 		Columns:      cols,
 		Key:          append([]string(nil), in.key...),
 	}
 	ci.Indexes, ci.Heap = in.t.describeIndexes()
-	if in.key != nil && in.t.pk != nil {
+	switch {
+	case in.keyIndex != nil:
+		ix := in.keyIndex.describe()
+		ci.KeyIndex = &ix
+	case in.key != nil && in.t.pk != nil:
 		ix := in.t.pk.describe()
 		ci.KeyIndex = &ix
 	}
 	return ci
+}
+
+// startLSN is the instance's start_lsn as sys.sp_cdc_help_change_data_capture
+// shows it: its first LSN, raised by cleanup (FACTS.md F20); zero (NULL)
+// until the capture job has passed it when Options.NullStartLSN asks so
+// (F02). db.mu must be held.
+func (in *instance) startLSN(db *DB) lsn.LSN {
+	if db.opts.NullStartLSN && db.captured.Less(in.start) {
+		return lsn.LSN{}
+	}
+	return in.min
 }
 
 // instanceLocked resolves name among every capture instance.
@@ -313,9 +420,79 @@ func (db *DB) RunCaptureJob() {
 	db.runCaptureJobLocked()
 }
 
+// runCaptureJobLocked lets the capture job process the log up to the last
+// LSN given: each pending type change it passes alters the change table's
+// column and converts its stored values (FACTS.md F62). A value the new
+// type cannot hold stops the job before that DDL, as the log scan fails
+// with error 2628 or 8115 (sys.dm_cdc_errors, "Known issues and errors
+// with CDC"): max LSN stays below the DDL, its DDL history row is not
+// posted, and every run fails there again until the instance is disabled
+// (sys.sp_cdc_disable_table; then enabled again).
 func (db *DB) runCaptureJobLocked() {
-	db.captured = db.lastLSN
 	db.sinceJob = 0
+	target := db.lastLSN
+	for {
+		var in *instance
+		for _, x := range db.instances {
+			if len(x.pending) > 0 && !target.Less(x.pending[0].lsn) && (in == nil || x.pending[0].lsn.Less(in.pending[0].lsn)) {
+				in = x
+			}
+		}
+		if in == nil {
+			break
+		}
+		r := in.pending[0]
+		if err := in.applyRetype(r); err != nil {
+			number := 8115
+			switch r.ct.Type {
+			case "char", "varchar", "nchar", "nvarchar", "binary", "varbinary":
+				number = 2628
+			}
+			db.captureErrors = append(db.captureErrors, CaptureError{Number: number, Message: err.Error(), LSN: r.lsn})
+			if prev, err := r.lsn.Prev(); err == nil && db.captured.Less(prev) {
+				db.captured = prev
+			}
+			return
+		}
+		in.pending = in.pending[1:]
+	}
+	db.captured = target
+}
+
+// applyRetype alters the change table's column as r says, converting the
+// values of the changes logged before r (those after it were written in
+// the new type); nothing changes when one does not fit.
+func (in *instance) applyRetype(r retype) error {
+	old := in.ct[r.i]
+	conv := make([]any, len(in.changes))
+	for k, chg := range in.changes {
+		if !chg.lsn.Less(r.lsn) {
+			conv[k] = chg.vals[r.i]
+			continue
+		}
+		v, err := convertValue(in.t, chg.vals[r.i], old, r.ct)
+		if err != nil {
+			return fmt.Errorf("fake: capture job: %s: the change table %s_CT cannot take the change at %s: %w", r.cmd, in.name, chg.lsn, err)
+		}
+		conv[k] = v
+	}
+	in.ct, in.cols = slices.Clone(in.ct), slices.Clone(in.cols)
+	in.ct[r.i], in.cols[r.i] = r.ct, r.rep
+	for k, chg := range in.changes {
+		cp := *chg
+		cp.vals = slices.Clone(chg.vals)
+		cp.vals[r.i] = conv[k]
+		in.changes[k] = &cp
+	}
+	return nil
+}
+
+// CaptureErrors returns the errors the capture job met, oldest first, as
+// sys.dm_cdc_errors shows them (see RunCaptureJob).
+func (db *DB) CaptureErrors() []CaptureError {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	return slices.Clone(db.captureErrors)
 }
 
 // NextLSN returns the LSN the next commit will get (the start_lsn a capture
@@ -376,7 +553,7 @@ func (db *DB) CaptureInstance(ctx context.Context, name string) (*source.Capture
 	if err != nil {
 		return nil, err
 	}
-	return in.describe(), nil
+	return in.describe(db), nil
 }
 
 // ListCaptureInstances lists the capture instances the login may read, in
@@ -400,7 +577,9 @@ func (db *DB) ListCaptureInstances(ctx context.Context) ([]source.CaptureInstanc
 			Name:         in.name,
 			SourceSchema: in.t.schema,
 			SourceTable:  in.t.name,
-			StartLSN:     in.min, // as describe: cleanup raises start_lsn (FACTS.md F20)
+			StartLSN:     in.startLSN(db),
+			CreateDate:   in.created,
+			ObjectID:     in.t.objectID,
 			Key:          append([]string(nil), in.key...),
 		})
 	}
@@ -498,18 +677,20 @@ func (db *DB) ReadChanges(ctx context.Context, ci *source.CaptureInstance, from,
 	}
 	db.mu.RLock()
 	in, err := db.readableLocked(ci.Name)
-	var cols []source.Column
 	var conv func([]any) ([]any, error)
 	if err == nil && in.noCT {
 		err = changeTableDenied(in)
 	}
 	if err == nil {
-		cols, conv = in.cols, in.converter()
+		conv, err = in.converter(ci.Columns)
 	}
 	db.mu.RUnlock()
 	if err != nil {
 		return nil, err
 	}
+	// The columns the caller named, in the types it described (a read of
+	// the change table casts a column to it, FACTS.md F64).
+	cols := ci.Columns
 	schema, err := source.ChangeSchema(cols)
 	if err != nil {
 		return nil, fmt.Errorf("fake: ReadChanges %s: %w", in.name, err)

@@ -59,6 +59,13 @@ type Options struct {
 	// sys.sp_cdc_get_captured_columns reports is not documented (FACTS.md
 	// F64), so tests run both.
 	ReportChangeTableTypes bool
+	// NullStartLSN makes sys.sp_cdc_help_change_data_capture show a new
+	// capture instance's start_lsn as NULL ("the low endpoint has not
+	// been established") until the capture job has passed it. Whether SQL
+	// Server does is not documented; Materialize observed it set at once,
+	// ahead of fn_cdc_get_max_lsn (FACTS.md F02, F07): the zero value
+	// follows that, and tests run both.
+	NullStartLSN bool
 }
 
 // ColumnDef declares a table column.
@@ -177,6 +184,9 @@ type TableInfo struct {
 	// Columns are every column in ordinal order, collations visible, each
 	// with its column_id (source.Column.ID) as sys.columns shows it.
 	Columns []source.Column
+	// ObjectID is the table's object id (sys.objects.object_id), which a
+	// rename keeps (FACTS.md F93).
+	ObjectID int64
 	// Identity names the identity column; empty when there is none.
 	Identity string
 	// Key names the primary key columns in index order.
@@ -230,6 +240,7 @@ type table struct {
 	keyless      bool              // Key only addresses rows: no index SQL Server would show
 	indexes      []*index
 	pk           *index // the primary key's index; nil when keyless
+	objectID     int64  // sys.objects.object_id: kept by a rename (FACTS.md F93)
 	instances    []*instance
 	stats        tableStats
 }
@@ -272,6 +283,10 @@ type DB struct {
 	sinceJob  int
 	replica   lsn.LSN // SetReplicaMaxLSN; zero: reads see the primary
 	dbts      uint64  // the last rowversion given (@@DBTS)
+
+	captureErrors []CaptureError // sys.dm_cdc_errors
+	objects       int64          // object ids given
+	lastCreated   time.Time      // the newest instance's create_date
 
 	faultMu   sync.Mutex
 	failNext  map[Op]error
@@ -434,6 +449,8 @@ func (db *DB) CreateTable(def TableDef) error {
 		}
 	}
 	db.tables[tableKey(def.Schema, def.Name)] = t
+	db.objects++
+	t.objectID = 245575000 + 16*db.objects
 	if len(load) > 0 {
 		if _, err := db.commitLocked(load); err != nil {
 			delete(db.tables, tableKey(def.Schema, def.Name))
@@ -536,6 +553,7 @@ func (db *DB) Table(schema, name string) (TableInfo, error) {
 	return TableInfo{
 		Schema:     t.schema,
 		Name:       t.name,
+		ObjectID:   t.objectID,
 		Identity:   identity,
 		Columns:    cols,
 		Key:        append([]string(nil), t.keyNames...),

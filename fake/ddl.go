@@ -3,6 +3,7 @@ package fake
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/big"
 	"slices"
@@ -210,6 +211,33 @@ func ConvertValue(v any, from, to source.Column) (any, error) {
 // Column-changing DDL. SQL Server refuses a DDL on a column an index or
 // the primary key depends on (error 5074); the fake too.
 
+// RenameTable renames a table within its schema, as sp_rename
+// 'schema.name', 'newName' does: the object keeps its object id, and its
+// capture instances keep capturing it, sys.sp_cdc_help_change_data_capture
+// showing the new name (FACTS.md F93); the old name is free for another
+// table (CreateTable), and a statement that names it reads that one, or
+// fails as SQL Server's error 208 when there is none. A name another
+// table has is an error, and nothing changes.
+func (db *DB) RenameTable(schema, name, newName string) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	t, err := db.tableLocked(schema, name)
+	if err != nil {
+		return err
+	}
+	if newName == "" {
+		return fmt.Errorf("fake: sp_rename %s: no new name", t)
+	}
+	if o, ok := db.tables[tableKey(t.schema, newName)]; ok && o != t {
+		return fmt.Errorf("fake: sp_rename %s to %q: table %s exists", t, newName, o)
+	}
+	delete(db.tables, tableKey(t.schema, t.name))
+	t.name = newName
+	db.tables[tableKey(t.schema, t.name)] = t
+	db.gen++
+	return nil
+}
+
 // AddColumn appends a column to a table, as ALTER TABLE ADD does: it gets
 // the next column_id (never one a dropped column had, FACTS.md F61),
 // existing rows get NULL, so the column must be nullable. Capture
@@ -299,9 +327,9 @@ func (db *DB) AlterColumn(schema, name string, def ColumnDef) (lsn.LSN, error) {
 	if err != nil {
 		return lsn.LSN{}, err
 	}
-	j, err := t.alterable(def.Name, "alter")
-	if err != nil {
-		return lsn.LSN{}, err
+	j := t.columnIndex(def.Name)
+	if j < 0 {
+		return lsn.LSN{}, fmt.Errorf("fake: alter table %s alter column %q: no such column", t, def.Name)
 	}
 	old := t.cols[j]
 	if def.Identity || t.identity == j || isRowversion(old) {
@@ -315,6 +343,17 @@ func (db *DB) AlterColumn(schema, name string, def ColumnDef) (lsn.LSN, error) {
 	c.Name = old.Name
 	if isRowversion(c) {
 		return lsn.LSN{}, fmt.Errorf("fake: alter table %s alter column %q: a column cannot become a rowversion", t, old.Name)
+	}
+	if _, err := t.alterable(old.Name, "alter"); err != nil && !indexWidening(old, c) || slices.Contains(t.keyIdx, j) {
+		// ALTER TABLE: "The data type of columns included in an index
+		// can't be changed unless the column is a varchar, nvarchar, or
+		// varbinary data type, and the new size is equal to or larger
+		// than the old size", and a PRIMARY KEY's column can't be
+		// modified (FACTS.md F94).
+		if err == nil {
+			err = fmt.Errorf("fake: alter table %s alter column %q: the primary key depends on it (SQL Server error 5074)", t, old.Name)
+		}
+		return lsn.LSN{}, err
 	}
 	conv := func(v any) (any, error) {
 		if v == nil && !c.Nullable && !c.Computed {
@@ -337,29 +376,6 @@ func (db *DB) AlterColumn(schema, name string, def ColumnDef) (lsn.LSN, error) {
 	if failed != nil {
 		return lsn.LSN{}, failed
 	}
-	type ctChange struct {
-		in   *instance
-		i    int
-		ct   source.Column
-		vals [][]any
-	}
-	var cts []ctChange
-	for _, in := range t.instances {
-		i := slices.Index(in.ids, t.ids[j])
-		if i < 0 {
-			continue
-		}
-		ct := changeTableType(c, false)
-		ch := ctChange{in: in, i: i, ct: ct}
-		for _, chg := range in.changes {
-			v, err := convertValue(t, chg.vals[i], in.ct[i], ct)
-			if err != nil {
-				return lsn.LSN{}, fmt.Errorf("fake: alter table %s alter column %q: the change table %s_CT: %w (narrow the change table's values first, FACTS.md F62)", t, c.Name, in.name, err)
-			}
-			ch.vals = append(ch.vals, []any{v})
-		}
-		cts = append(cts, ch)
-	}
 	cmd := fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s %s %s", t.quoted(), quote(c.Name), c.Declared(), map[bool]string{true: "NULL", false: "NOT NULL"}[c.Nullable])
 	cols := slices.Clone(t.cols)
 	cols[j] = c
@@ -373,27 +389,37 @@ func (db *DB) AlterColumn(schema, name string, def ColumnDef) (lsn.LSN, error) {
 		return out, nil
 	})
 	retyped := -1
-	for _, ch := range cts {
-		in := ch.in
-		in.ct = slices.Clone(in.ct)
-		in.cols = slices.Clone(in.cols)
-		in.ct[ch.i] = ch.ct
+	if old.Declared() != c.Declared() {
+		retyped = j
+	}
+	at := db.next
+	for _, in := range t.instances {
+		i := slices.Index(in.ids, t.ids[j])
+		if i < 0 || old.Declared() == c.Declared() {
+			continue
+		}
+		// The change table's column takes the new type when the capture
+		// job reaches the DDL, not now (FACTS.md F62): see
+		// runCaptureJobLocked.
 		rep := c
 		if t.hidden[j] {
 			rep.Collation = ""
 		}
-		in.cols[ch.i] = rep
-		for k, chg := range in.changes {
-			cp := *chg
-			cp.vals = slices.Clone(chg.vals)
-			cp.vals[ch.i] = ch.vals[k][0]
-			in.changes[k] = &cp
-		}
-		if old.Declared() != c.Declared() {
-			retyped = j
-		}
+		in.pending = append(in.pending, retype{lsn: at, i: i, ct: changeTableType(c, false), rep: rep, cmd: cmd})
 	}
 	return db.recordDDL(t, cmd, retyped), nil
+}
+
+// indexWidening reports whether changing column old to c is what ALTER
+// TABLE allows on a column an index depends on: a varchar, nvarchar or
+// varbinary made no shorter (FACTS.md F94).
+func indexWidening(old, c source.Column) bool {
+	switch old.Type {
+	case "varchar", "nvarchar", "varbinary":
+	default:
+		return false
+	}
+	return c.Type == old.Type && old.Length > 0 && c.Length >= old.Length && c.Collation == old.Collation
 }
 
 // alterable returns the position of the column a DDL names, refusing one
@@ -500,6 +526,52 @@ type projection struct {
 	from []source.Column
 	to   []source.Column
 	same bool // the values are the captured ones as they are
+	cast bool // convert as CAST does (castValue), not as ALTER COLUMN does
+}
+
+// ErrInvalidColumn is wrapped by a read that names a column the table
+// does not have: SQL Server's error 207, "Invalid column name" (FACTS.md
+// F21, F60).
+var ErrInvalidColumn = errors.New("invalid column name (SQL Server error 207)")
+
+// readProjection is the projection of lay's rows onto the columns a read
+// names, cols (a capture instance as the caller described it): each by
+// its column_id (by name when it has none), cast to its type as the
+// read's statement casts it (castValue: a value wider than a stale
+// description is truncated or rounded, FACTS.md F92), a computed column
+// and one marked Dropped NULL. A column the layout lacks that is not
+// marked Dropped is what SQL Server answers with error 207: an error
+// wrapping ErrInvalidColumn.
+func (t *table) readProjection(lay *layout, cols []source.Column) (projection, error) {
+	n := len(cols)
+	p := projection{pos: make([]int, n), from: make([]source.Column, n), to: slices.Clone(cols), cast: true}
+	p.same = n == len(lay.cols)
+	for i, c := range cols {
+		j := -1
+		switch {
+		case c.Dropped:
+		case c.ID != 0:
+			j = lay.position(c.ID)
+		default:
+			if j = slices.IndexFunc(lay.cols, func(x source.Column) bool { return x.Name == c.Name }); j < 0 {
+				j = slices.IndexFunc(lay.cols, func(x source.Column) bool { return strings.EqualFold(x.Name, c.Name) })
+			}
+		}
+		if j < 0 && !c.Dropped {
+			return projection{}, fmt.Errorf("fake: table %s: column %q (column_id %d): %w", t, c.Name, c.ID, ErrInvalidColumn)
+		}
+		if j >= 0 && lay.cols[j].Computed {
+			j = -1
+		}
+		p.pos[i] = j
+		if j >= 0 {
+			p.from[i] = lay.cols[j]
+		}
+		if j != i || j >= 0 && lay.cols[j].Declared() != c.Declared() {
+			p.same = false
+		}
+	}
+	return p, nil
 }
 
 // project returns the projection of lay's rows onto in's captured
@@ -540,8 +612,12 @@ func (p projection) apply(t *table, vals []any) ([]any, error) {
 		}
 		v := vals[j]
 		if p.from[i].Declared() != p.to[i].Declared() {
+			conv := convertValue
+			if p.cast {
+				conv = castValue
+			}
 			var err error
-			if v, err = convertValue(t, v, p.from[i], p.to[i]); err != nil {
+			if v, err = conv(t, v, p.from[i], p.to[i]); err != nil {
 				return nil, err
 			}
 		}
@@ -550,30 +626,48 @@ func (p projection) apply(t *table, vals []any) ([]any, error) {
 	return out, nil
 }
 
-// converter returns the conversion of change-table values (in.ct) to the
-// types the instance reports (in.cols), or nil when they agree.
-func (in *instance) converter() func([]any) ([]any, error) {
-	var diff []int
-	for i := range in.ct {
-		if in.ct[i].Declared() != in.cols[i].Declared() {
-			diff = append(diff, i)
+// converter returns the conversion of change-table values (in.ct, in the
+// instance's column order) to the columns cols a change read names (a
+// capture instance as its caller described it): each by column_id (by
+// name without one), cast to its type as the read's statement casts it
+// (castValue). A column the instance does not capture is an error
+// wrapping ErrInvalidColumn. db.mu must be held.
+func (in *instance) converter(cols []source.Column) (func([]any) ([]any, error), error) {
+	pos := make([]int, len(cols))
+	same := len(cols) == len(in.ids)
+	for k, c := range cols {
+		i := -1
+		if c.ID != 0 {
+			i = slices.Index(in.ids, c.ID)
+		} else if i = slices.IndexFunc(in.cols, func(x source.Column) bool { return x.Name == c.Name }); i < 0 {
+			i = slices.IndexFunc(in.cols, func(x source.Column) bool { return strings.EqualFold(x.Name, c.Name) })
+		}
+		if i < 0 {
+			return nil, fmt.Errorf("fake: change table %s_CT: column %q (column_id %d): %w", in.name, c.Name, c.ID, ErrInvalidColumn)
+		}
+		pos[k] = i
+		if i != k || in.ct[i].Declared() != c.Declared() {
+			same = false
 		}
 	}
-	if diff == nil {
-		return nil
+	if same {
+		return nil, nil
 	}
-	ct, cols := in.ct, in.cols
+	ct, t := in.ct, in.t
 	return func(vals []any) ([]any, error) {
-		out := slices.Clone(vals)
-		for _, i := range diff {
-			v, err := convertValue(in.t, out[i], ct[i], cols[i])
-			if err != nil {
-				return nil, err
+		out := make([]any, len(cols))
+		for k, i := range pos {
+			v := vals[i]
+			if v != nil && ct[i].Declared() != cols[k].Declared() {
+				var err error
+				if v, err = castValue(t, v, ct[i], cols[k]); err != nil {
+					return nil, err
+				}
 			}
-			out[i] = v
+			out[k] = v
 		}
 		return out, nil
-	}
+	}, nil
 }
 
 // remap moves a statement's values, checked against layout from, into the

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cdcsnap/cdcsnap/internal/collate"
 	"github.com/cdcsnap/cdcsnap/keyrange"
+	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink"
 )
 
@@ -77,9 +78,10 @@ type MemSink struct {
 	partials []*memPartial         // partial whole snapshots, in the order they opened
 	now      func() time.Time      // stamps Partial.Created; nil: time.Now
 
-	table        *arrow.Schema    // the table's schema (memsink_schema.go); nil before the first commit
-	typeWidening bool             // SetTypeWidening
-	lastBatch    map[string]int64 // lower-case instance -> its newest stream batch
+	table        *arrow.Schema      // the table's schema (memsink_schema.go); nil before the first commit
+	typeWidening bool               // SetTypeWidening
+	lastBatch    map[string]int64   // lower-case instance -> its newest stream batch
+	switches     map[string]lsn.LSN // RecordSwitch: folded instance@create_date -> S
 
 	failCommit error
 	failWrite  *writeFault
@@ -377,6 +379,37 @@ func (s *MemSink) AppendChanges(ctx context.Context, captureInstance string, bat
 	s.records = append(s.records, recs)
 	s.batches[key] = c
 	return c, nil
+}
+
+// RecordSwitch records that the stream moves to capture instance to
+// (enabled at created) at LSN at, as sink/delta's Table does
+// (snapshot.SwitchRecorder).
+func (s *MemSink) RecordSwitch(ctx context.Context, to string, created time.Time, at lsn.LSN) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.switches == nil {
+		s.switches = map[string]lsn.LSN{}
+	}
+	k := collate.Fold(to) + "@" + created.UTC().Format(time.RFC3339Nano)
+	if _, ok := s.switches[k]; !ok {
+		s.switches[k] = at
+	}
+	return nil
+}
+
+// FindSwitch returns the LSN RecordSwitch recorded for capture instance
+// to (enabled at created), and false when there is none.
+func (s *MemSink) FindSwitch(ctx context.Context, to string, created time.Time) (lsn.LSN, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return lsn.LSN{}, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.switches[collate.Fold(to)+"@"+created.UTC().Format(time.RFC3339Nano)]
+	return at, ok, nil
 }
 
 // LastBatch returns the newest stream batch appended for the capture

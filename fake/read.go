@@ -2,6 +2,7 @@ package fake
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -246,6 +247,10 @@ func (db *DB) ReadRange(ctx context.Context, ci *source.CaptureInstance, r keyra
 	if err != nil {
 		return nil, err
 	}
+	empty, err := db.byName(ci, in)
+	if err != nil {
+		return nil, fmt.Errorf("fake: ReadRange %s: %w", in.name, err)
+	}
 	if !opts.NotBefore.IsZero() {
 		// One server: only an LSN the capture job has not reached is
 		// refused, unless SetReplicaMaxLSN stands for a lagging replica.
@@ -259,9 +264,17 @@ func (db *DB) ReadRange(ctx context.Context, ci *source.CaptureInstance, r keyra
 			return nil, &source.ReplicaBehindError{CaptureInstance: in.name, Need: opts.NotBefore, Have: have}
 		}
 	}
+	// The columns the caller named, in the types it described them with
+	// (FACTS.md F59-F61, F64): SQL Server runs the statement the caller's
+	// description makes, whatever the instance reports now.
+	cols := ci.Columns
 	db.mu.RLock()
-	cols := in.cols
+	proj, err := in.t.readProjection(in.t.lay, cols)
+	projLay := in.t.lay
 	db.mu.RUnlock()
+	if err != nil {
+		return nil, fmt.Errorf("fake: ReadRange %s: %w", in.name, err)
+	}
 	schema, err := source.ArrowSchema(cols)
 	if err != nil {
 		return nil, fmt.Errorf("fake: ReadRange %s: %w", in.name, err)
@@ -274,25 +287,29 @@ func (db *DB) ReadRange(ctx context.Context, ci *source.CaptureInstance, r keyra
 	if err != nil {
 		return nil, fmt.Errorf("fake: ReadRange %s %s: %w", in.name, r, err)
 	}
+	if empty {
+		pieces = nil
+	}
 	batch := opts.BatchRows
 	if batch <= 0 {
 		batch = DefaultBatchRows
 	}
 	scan := db.startScan(in, a, pieces, opts)
 	page := 0
-	var proj projection
-	var projLay *layout
 	rd := newReader(ctx, schema, func(rd *reader) (int, error) {
 		limit, err := db.reserveRows(batch)
 		if err != nil {
 			return 0, err
 		}
 		n, err := scan.page(limit, func(lay *layout, vals []any) error {
-			// The captured columns by column_id, in the types the
-			// instance reports (FACTS.md F59-F61, F64): one the table no
-			// longer has reads NULL, as CDC writes it.
-			if proj.pos == nil || projLay != lay {
-				proj, projLay = in.project(lay, cols), lay
+			// A later page after a DDL (SQL Server's schema lock would
+			// hold the DDL until the statement ends).
+			if projLay != lay {
+				p, err := in.t.readProjection(lay, cols)
+				if err != nil {
+					return fmt.Errorf("fake: ReadRange %s: %w", in.name, err)
+				}
+				proj, projLay = p, lay
 			}
 			row, err := proj.apply(in.t, vals)
 			if err == nil {
@@ -354,6 +371,36 @@ func (db *DB) ScanPieces(ctx context.Context, ci *source.CaptureInstance, pieces
 		batch = DefaultBatchRows
 	}
 	return &RowCursor{ctx: ctx, db: db, in: in, scan: db.startScan(in, a, compiled, opts), batch: batch}, nil
+}
+
+// ErrInvalidObject is wrapped by a read of a table name no table has:
+// SQL Server's error 208, "Invalid object name" (FACTS.md F21).
+var ErrInvalidObject = errors.New("invalid object name (SQL Server error 208)")
+
+// byName says whether a read of ci, which names its table
+// ci.SourceSchema.ci.SourceTable as the statement's FROM does, reaches
+// in's table: a name no table has is an error wrapping ErrInvalidObject;
+// a name another table has (the captured one renamed, and another given
+// its name: FACTS.md F93) reads no row when ci carries the captured
+// table's object id, as the statement's guard OBJECT_ID(name) =
+// source_object_id makes it, and is an error without one (the fake reads
+// no other table through an instance).
+func (db *DB) byName(ci *source.CaptureInstance, in *instance) (empty bool, err error) {
+	if ci.SourceSchema == "" && ci.SourceTable == "" {
+		return false, nil
+	}
+	db.mu.RLock()
+	t, ok := db.tables[tableKey(ci.SourceSchema, ci.SourceTable)]
+	db.mu.RUnlock()
+	switch {
+	case !ok:
+		return false, fmt.Errorf("fake: [%s].[%s]: %w", ci.SourceSchema, ci.SourceTable, ErrInvalidObject)
+	case t == in.t:
+		return false, nil
+	case ci.ObjectID != 0:
+		return true, nil
+	}
+	return false, fmt.Errorf("fake: [%s].[%s] is another table than %s, which capture instance %s captures (renamed)", ci.SourceSchema, ci.SourceTable, in.t, in.name)
 }
 
 // instanceAccess resolves ci and how a read reaches its table's rows by

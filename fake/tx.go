@@ -341,7 +341,7 @@ func (db *DB) commitLocked(stmts []stmt) (lsn.LSN, error) {
 		for _, in := range tc.t.instances {
 			p, ok := projections[in]
 			if !ok {
-				p = in.project(tc.t.lay, in.ct)
+				p = in.project(tc.t.lay, in.ctNow())
 				projections[in] = p
 			}
 			vals, err := p.apply(tc.t, tc.c.vals)

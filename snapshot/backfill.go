@@ -492,6 +492,15 @@ func runWave(ctx context.Context, src source.Source, dst sink.ChunkSink, plan *B
 		return st, 0, fmt.Errorf("backfill %q: wave %d: commit time of %s: %w", plan.CaptureInstance, wave.Number, wave.Stamp, err)
 	}
 	wave.CommitTS = ts.UTC()
+	// The chunks read with the instance's columns as they are now, which
+	// must be the plan's: a type that changed, or lags the table's, would
+	// read truncated or rounded values (FACTS.md F62, F92). A column
+	// dropped since reads NULL, and a renamed table by its new name.
+	// DESIGN.md R15.
+	read, err := waveInstance(ctx, src, plan, &plan.Instance)
+	if err != nil {
+		return st, 0, fmt.Errorf("backfill %q: wave %d: %w", plan.CaptureInstance, wave.Number, err)
+	}
 	opts.Logger.DebugContext(ctx, "wave started", "capture_instance", plan.CaptureInstance, "wave", wave.Number, "stamp", wave.Stamp, "chunks", fmt.Sprintf("%d..%d", first, end-1))
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -516,7 +525,7 @@ func runWave(ctx context.Context, src source.Source, dst sink.ChunkSink, plan *B
 			began := time.Now()
 			var part sink.Part
 			err := again(ctx, opts.Logger, fmt.Sprintf("chunk %d", first+i), func() (err error) {
-				part, err = executeChunk(ctx, src, dst, plan, first+i, wave, func(r int64) {
+				part, err = executeChunk(ctx, src, dst, plan, read, first+i, wave, func(r int64) {
 					if rows != nil {
 						rows(r - last)
 					}
@@ -535,7 +544,16 @@ func runWave(ctx context.Context, src source.Source, dst sink.ChunkSink, plan *B
 	}
 	wg.Wait()
 	if err := firstError(errs); err != nil {
-		return st, 0, err
+		return st, 0, explainReadError(ctx, src, read, true, err)
+	}
+	// And they still are: a DDL after the check above and before a chunk's
+	// read would have changed what the chunk read.
+	after, err := waveInstance(ctx, src, plan, read)
+	if err == nil && tableName(after) != tableName(read) {
+		err = &TableRenamedError{CaptureInstance: plan.Instance.Name, Was: tableName(read), Now: tableName(after)}
+	}
+	if err != nil {
+		return st, 0, fmt.Errorf("backfill %q: wave %d (chunks %d..%d), before its commit: %w", plan.CaptureInstance, wave.Number, first, end-1, err)
 	}
 	var total int64
 	for _, p := range parts {
@@ -570,12 +588,40 @@ func firstError(errs []error) error {
 // stamp) and writes them to dst, invisible until the wave's CommitChunks.
 // It can run on any process that has the plan. progress, when non-nil, is
 // called with the rows written so far in this chunk after each batch.
+//
+// It reads with the plan's description of the instance. Backfill checks
+// that description against the source's around each wave (DESIGN.md R15):
+// a caller that runs chunks itself should too.
 func ExecuteChunk(ctx context.Context, src source.Source, dst sink.Sink, plan *BackfillPlan, i int, wave sink.Wave, progress func(rows int64)) (sink.Part, error) {
-	return executeChunk(ctx, src, dst, plan, i, wave, progress, nil)
+	return executeChunk(ctx, src, dst, plan, &plan.Instance, i, wave, progress, nil)
 }
 
-// executeChunk is ExecuteChunk, reading through run's budgets and metrics.
-func executeChunk(ctx context.Context, src source.Source, dst sink.Sink, plan *BackfillPlan, i int, wave sink.Wave, progress func(rows int64), run *run) (sink.Part, error) {
+// waveInstance describes plan's capture instance and returns what a wave
+// reads with (readInstance, against was), or a *ColumnsChangedError naming
+// the type changes the DDL history records since the snapshot's LSN.
+func waveInstance(ctx context.Context, src source.Source, plan *BackfillPlan, was *source.CaptureInstance) (*source.CaptureInstance, error) {
+	now, err := src.CaptureInstance(ctx, plan.Instance.Name)
+	if err != nil {
+		return nil, fmt.Errorf("describing the capture instance: %w", err)
+	}
+	read, err := readInstance(was, now, true)
+	var ce *ColumnsChangedError
+	if errors.As(err, &ce) {
+		for _, d := range ddlHistory(ctx, src, plan.Instance.Name, slog.New(slog.DiscardHandler)) {
+			if d.RequiredColumnUpdate && !d.LSN.Less(plan.LSN) {
+				ce.DDL = append(ce.DDL, d)
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return read, nil
+}
+
+// executeChunk is ExecuteChunk reading with ci (the plan's instance as a
+// wave reads it), through run's budgets and metrics.
+func executeChunk(ctx context.Context, src source.Source, dst sink.Sink, plan *BackfillPlan, ci *source.CaptureInstance, i int, wave sink.Wave, progress func(rows int64), run *run) (sink.Part, error) {
 	key, err := plan.Instance.KeyColumns()
 	if err == nil {
 		err = validateRanges(plan.Ranges, key)
@@ -608,7 +654,7 @@ func executeChunk(ctx context.Context, src source.Source, dst sink.Sink, plan *B
 	if !plan.LSN.Less(wave.Stamp) {
 		notBefore = plan.MaxLSN
 	}
-	rr, err := readRange(ctx, src, &plan.Instance, r, source.ReadOptions{Isolation: plan.Isolation, BatchRows: plan.BatchRows, NotBefore: notBefore}, plan.ReadAhead, run)
+	rr, err := readRange(ctx, src, ci, r, source.ReadOptions{Isolation: plan.Isolation, BatchRows: plan.BatchRows, NotBefore: notBefore}, plan.ReadAhead, run)
 	if err != nil {
 		return sink.Part{}, fmt.Errorf("backfill %q: reading chunk %d (%s): %w", plan.CaptureInstance, i, r, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -184,4 +185,184 @@ func logDDL(ctx context.Context, log *slog.Logger, ddl []source.DDL, captureInst
 		}
 		log.WarnContext(ctx, "DDL on the captured table", "capture_instance", captureInstance, "lsn", d.LSN, "ddl", d.Command, "effect", what)
 	}
+}
+
+// ErrColumnsChanged is wrapped by *ColumnsChangedError.
+var ErrColumnsChanged = errors.New("the capture instance's columns are not the ones the snapshot reads with")
+
+// ColumnsChangedError stops a snapshot before it reads, or before it
+// commits what it read, when the capture instance's captured columns are
+// not the ones it reads with: a read sized from an older description
+// would truncate or round a widened column's values without an error (a
+// CAST does, source/sqlserver FACTS.md F92), and a read that names a
+// dropped column fails. Nothing of the read is committed. It wraps
+// ErrColumnsChanged.
+type ColumnsChangedError struct {
+	CaptureInstance string
+	// Columns say what differs, one column each.
+	Columns []string
+	// Pending is true when the table's column has another type than the
+	// captured one because the capture job has not processed an ALTER
+	// COLUMN yet (source.Column.PendingType, F62): retrying after it has
+	// reads in the new type. False: the instance's captured columns
+	// changed since the snapshot was planned.
+	Pending bool
+	// Replan is true when the open chunked snapshot (Backfill), planned
+	// with the old columns, cannot go on: a new one must be taken. False
+	// when running again does (a whole snapshot plans anew; a chunked one
+	// reads a dropped column as NULL).
+	Replan bool
+	// DDL are the type changes the instance's DDL history records since
+	// the snapshot's LSN (required_column_update), oldest first; empty
+	// when it records none yet or the source keeps no history.
+	DDL []source.DDL
+	// Err is the read's error the change explains, if any.
+	Err error
+}
+
+// Error implements error.
+func (e *ColumnsChangedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "capture instance %q: %s", e.CaptureInstance, strings.Join(e.Columns, "; "))
+	for _, d := range e.DDL {
+		fmt.Fprintf(&b, "; DDL at LSN %s: %s", d.LSN, d.Command)
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, " (the read failed: %v)", e.Err)
+	}
+	switch {
+	case e.Pending:
+		b.WriteString(". The capture job has not processed that ALTER COLUMN yet, and a read cast to the captured type would truncate or round the table's values: nothing was read. Retry once sys.fn_cdc_get_max_lsn() has passed the DDL; if sys.dm_cdc_errors shows error 2628 or 8115 for it (a narrowing the change table's rows do not fit), consume the instance's changes, then disable and enable it again (Known issues and errors with CDC)")
+	case e.Replan:
+		b.WriteString(". The chunked snapshot reads with the columns it was planned with, and nothing of this wave was committed: take a new chunked snapshot (BackfillOptions{Resnapshot: true}), whose chunks supersede this one's, next to the stream")
+	default:
+		b.WriteString(". Nothing of it was committed: run the snapshot again, which reads the instance's columns as they are now")
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrColumnsChanged and the read's error.
+func (e *ColumnsChangedError) Unwrap() []error { return []error{ErrColumnsChanged, e.Err} }
+
+// ErrTableRenamed is wrapped by *TableRenamedError.
+var ErrTableRenamed = errors.New("the captured table was renamed while the snapshot read it")
+
+// TableRenamedError stops a snapshot whose reads named the captured table
+// by a name it no longer has (sp_rename; FACTS.md F93): CDC follows the
+// table, and another table may have taken the old name. The reads are
+// guarded by the table's object id, so none returned another table's
+// rows, and nothing of them was committed. It wraps ErrTableRenamed.
+type TableRenamedError struct {
+	CaptureInstance string
+	// Was and Now are the table's names, "schema.table".
+	Was, Now string
+	// Err is the read's error the rename explains, if any.
+	Err error
+}
+
+// Error implements error.
+func (e *TableRenamedError) Error() string {
+	s := fmt.Sprintf("capture instance %q: its table %s was renamed to %s while the snapshot read it (sp_rename): the reads of the old name were guarded by the table's object id, and nothing they read was committed; run again, which reads %s", e.CaptureInstance, e.Was, e.Now, e.Now)
+	if e.Err != nil {
+		s += fmt.Sprintf(" (the read failed: %v)", e.Err)
+	}
+	return s
+}
+
+// Unwrap returns ErrTableRenamed and the read's error.
+func (e *TableRenamedError) Unwrap() []error { return []error{ErrTableRenamed, e.Err} }
+
+func tableName(ci *source.CaptureInstance) string { return ci.SourceSchema + "." + ci.SourceTable }
+
+// pendingColumns names each column of ci whose captured type lags the
+// table's (source.Column.PendingType).
+func pendingColumns(ci *source.CaptureInstance) []string {
+	var out []string
+	for _, c := range ci.Columns {
+		if c.PendingType != "" {
+			out = append(out, fmt.Sprintf("column %q is %s in the table and %s in the capture instance", c.Name, c.PendingType, c.Declared()))
+		}
+	}
+	return out
+}
+
+// readInstance compares now, the capture instance as the source describes
+// it, with was, the one a snapshot reads with, by column_id, and returns
+// what to read with: was, with the names of now's table and, for each
+// column, now's Dropped, Nullable and CastOnRead. A column may have been
+// dropped since (CDC writes NULL for it: read it so, F60) and the table
+// renamed; a captured type that changed, or lags the table's, is a
+// *ColumnsChangedError; another instance under the name (re-created) is
+// one too.
+func readInstance(was, now *source.CaptureInstance, chunked bool) (*source.CaptureInstance, error) {
+	e := &ColumnsChangedError{CaptureInstance: was.Name, Replan: chunked}
+	if p := pendingColumns(now); len(p) > 0 {
+		e.Columns, e.Pending, e.Replan = p, true, false
+		return nil, e
+	}
+	switch {
+	case !slices.Equal(was.Key, now.Key):
+		e.Columns = append(e.Columns, fmt.Sprintf("the key changed from %v to %v", was.Key, now.Key))
+	case was.ObjectID != 0 && now.ObjectID != 0 && was.ObjectID != now.ObjectID,
+		!was.CreateDate.IsZero() && !now.CreateDate.IsZero() && !was.CreateDate.Equal(now.CreateDate):
+		e.Columns = append(e.Columns, "the capture instance was disabled and enabled again")
+	case len(was.Columns) != len(now.Columns):
+		e.Columns = append(e.Columns, fmt.Sprintf("it captures %d columns, not %d", len(now.Columns), len(was.Columns)))
+	}
+	if len(e.Columns) > 0 {
+		return nil, e
+	}
+	read := *was
+	read.SourceSchema, read.SourceTable = now.SourceSchema, now.SourceTable
+	read.Columns = slices.Clone(was.Columns)
+	for i, c := range was.Columns {
+		n := now.Columns[i]
+		switch {
+		case c.ID != n.ID && c.ID != 0 || c.Name != n.Name:
+			e.Columns = append(e.Columns, fmt.Sprintf("column %d is %q (column_id %d), not %q (column_id %d)", i+1, n.Name, n.ID, c.Name, c.ID))
+		case c.Declared() != n.Declared() || c.Computed != n.Computed:
+			e.Columns = append(e.Columns, fmt.Sprintf("column %q is %s, not %s as the snapshot reads it", c.Name, n.Declared(), c.Declared()))
+		case c.Dropped && !n.Dropped:
+			e.Columns = append(e.Columns, fmt.Sprintf("column %q is in the table again", c.Name))
+		}
+		read.Columns[i].Dropped, read.Columns[i].Nullable, read.Columns[i].CastOnRead = n.Dropped, n.Nullable, n.CastOnRead
+	}
+	if len(e.Columns) > 0 {
+		return nil, e
+	}
+	return &read, nil
+}
+
+// explainReadError returns err, a failed read of plan's instance, as a
+// *TableRenamedError or a *ColumnsChangedError when the instance as the
+// source describes it now says why (a table renamed: error 208; a column
+// dropped: error 207), else err itself.
+func explainReadError(ctx context.Context, src source.Source, was *source.CaptureInstance, chunked bool, err error) error {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return err
+	}
+	now, derr := src.CaptureInstance(ctx, was.Name)
+	if derr != nil {
+		return err
+	}
+	if tableName(now) != tableName(was) {
+		return &TableRenamedError{CaptureInstance: was.Name, Was: tableName(was), Now: tableName(now), Err: err}
+	}
+	if _, cerr := readInstance(was, now, chunked); cerr != nil {
+		var ce *ColumnsChangedError
+		if errors.As(cerr, &ce) {
+			ce.Err = err
+			return ce
+		}
+	}
+	var dropped []string
+	for i, c := range was.Columns {
+		if !c.Dropped && i < len(now.Columns) && now.Columns[i].Dropped {
+			dropped = append(dropped, fmt.Sprintf("column %q was dropped from the table", c.Name))
+		}
+	}
+	if len(dropped) > 0 {
+		return &ColumnsChangedError{CaptureInstance: was.Name, Columns: dropped, Err: err}
+	}
+	return err
 }

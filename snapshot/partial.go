@@ -303,6 +303,9 @@ func (p *Plan) CheckUsable(ctx context.Context, src source.Source) error {
 			return fmt.Errorf("snapshot %q: %w: %w", p.CaptureInstance, ErrStale, err)
 		}
 	}
+	if was, now := tableName(&p.Instance), tableName(ci); was != now {
+		return fmt.Errorf("snapshot %q: %w: %w", p.CaptureInstance, ErrStale, &TableRenamedError{CaptureInstance: p.Instance.Name, Was: was, Now: now})
+	}
 	if what := instanceChange(&p.Instance, ci); what != "" {
 		return fmt.Errorf("snapshot %q: %w: %s", p.CaptureInstance, ErrStale, what)
 	}

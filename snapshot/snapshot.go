@@ -286,6 +286,9 @@ func take(ctx context.Context, src source.Source, dst sink.Sink, opts Options, r
 		}
 		parts, err = executeAll(ctx, src, dst, prep, opts, run)
 		if !errors.Is(err, ErrPlanDropped) || attempt == 2 {
+			// A read that failed for a DDL (a column dropped: error 207; the
+			// table renamed: 208) says so.
+			err = explainReadError(ctx, src, &prep.Plan.Instance, false, err)
 			break
 		}
 		// Another process committed the plan, or a newer snapshot: return
@@ -396,6 +399,12 @@ func open(ctx context.Context, src source.Source, name, split string, logger *sl
 	ci, err := src.CaptureInstance(ctx, name)
 	if err != nil {
 		return opening{}, err
+	}
+	if p := pendingColumns(ci); len(p) > 0 {
+		// The table's type is not the captured one yet (an ALTER COLUMN
+		// the capture job has not processed, FACTS.md F62): reads cast to
+		// the captured type would truncate or round (F92). DESIGN.md R15.
+		return opening{}, &ColumnsChangedError{CaptureInstance: ci.Name, Columns: p, Pending: true}
 	}
 	keyless := len(ci.Key) == 0
 	if split != "" {

@@ -56,6 +56,15 @@ type Column struct {
 	// type in the table differs from the captured one (a type change the
 	// capture job has not reached yet, F62).
 	CastOnRead bool `json:"cast_on_read,omitempty"`
+	// PendingType is the column's declared type in the source table when
+	// it is not the captured type for another reason than an identity's or
+	// a rowversion's change-table type (FACTS.md F64): an ALTER COLUMN the
+	// capture job has not processed yet, which changes the captured type
+	// only when the job reaches it (F62). A read cast to the captured type
+	// would truncate or round the table's values meanwhile (CAST, F92), so
+	// package snapshot reads nothing while a column has one. Empty when the
+	// types agree or the source cannot tell.
+	PendingType string `json:"pending_type,omitempty"`
 }
 
 // Declared returns the type as it would be declared: "varchar(20)",

@@ -151,8 +151,23 @@ type CaptureInstance struct {
 	SourceSchema string `json:"source_schema"`
 	SourceTable  string `json:"source_table"`
 	// StartLSN is the instance's first LSN (start_lsn of
-	// sys.sp_cdc_help_change_data_capture).
+	// sys.sp_cdc_help_change_data_capture): zero while it is NULL ("the
+	// low endpoint has not been established"), raised by change data
+	// cleanup (FACTS.md F02, F20, F66). It orders no two instances: see
+	// CreateDate.
 	StartLSN lsn.LSN `json:"start_lsn"`
+	// CreateDate is when the instance was enabled (create_date of
+	// sys.sp_cdc_help_change_data_capture), zero when the source does not
+	// tell: of a table's two instances the one created later is the newer
+	// (FACTS.md F66).
+	CreateDate time.Time `json:"create_date,omitzero"`
+	// ObjectID is the object id of the captured table (source_object_id),
+	// zero when the source does not tell. CDC follows the object, not its
+	// name: a table renamed with sp_rename keeps its id and its capture
+	// instances, and another table may take its old name (FACTS.md F93).
+	// A source reads the table by name and returns no row of a table
+	// whose id is another.
+	ObjectID int64 `json:"source_object_id,omitempty"`
 	// Columns are the captured columns in ordinal order.
 	Columns []Column `json:"columns"`
 	// Key names the columns of the instance's unique index, in index order

@@ -173,7 +173,7 @@ func TestGoldenMetadata(t *testing.T) {
 	g.add("cdc/help_change_data_capture", ListCaptureInstancesStatement(), nil)
 	g.add("cdc/help_change_data_capture_of_table", TableCaptureInstancesStatement("dbo", "orders"), nil)
 	g.add("cdc/get_captured_columns", CapturedColumnsStatement("dbo_orders"), nil)
-	g.add("sys.columns/column_info", ColumnsStatement(245575913), nil)
+	g.add("sys.columns/column_info", ColumnsStatement(245575913, 261575970), nil)
 	g.add("sys.indexes/indexes", IndexesStatement(245575913), nil)
 	g.add("probe/uniqueidentifier", GUIDProbeStatement(), nil)
 	g.add("probe/server_now", ServerNowStatement(), nil)
@@ -198,6 +198,8 @@ func TestGoldenMetadata(t *testing.T) {
 	wk := ci("w", "we]ird", "t ab", []string{"ü]"}, col("ü]", "bigint", false, ""))
 	st, err = IntKeyBoundsStatement(wk)
 	g.add("minmax/weird_names", st, err)
+	st, err = IntKeyBoundsStatement(ciDDL)
+	g.add("minmax/identity_cast", st, err)
 	st, err = RowCountStatement(ciInt)
 	g.add("spaceused/int", st, err)
 	st, err = RowCountStatement(ciWeird)
@@ -277,6 +279,12 @@ func TestGoldenPieces(t *testing.T) {
 	read("hostile_names/middle", ciHostile, tup(int64(1)), tup(int64(9)))
 	// A range that holds no key: one statement that reads nothing.
 	read("empty/equal_bounds", ciInt, tup(int64(7)), tup(int64(7)))
+	// With the captured table's object id every SELECT is guarded: a table
+	// that took a renamed one's name returns no row (FACTS.md F93).
+	guarded := *ciComposite
+	guarded.ObjectID = 245575913
+	read("object_guard/whole", &guarded, nil, nil)
+	read("object_guard/middle", &guarded, tup(int64(3), int64(500)), tup(int64(7), int64(20)))
 	read("utf8/middle", ciUTF8, tup("Kraków"), tup("Łódź"))
 	// Under Turkish_CI_AS 'I' and 'i' are two keys: no shared equality,
 	// the guards keep every row in one piece (FACTS.md F23).

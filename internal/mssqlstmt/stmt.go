@@ -164,13 +164,21 @@ func DDLHistoryStatement(captureInstance string) Stmt {
 // is_identity, and its type (TYPE_NAME of system_type_id, precision,
 // scale), which tells a column the reads must cast to its captured type
 // (F62, F64).
-func ColumnsStatement(objectID int64) Stmt {
+//
+// In the same statement it reads the columns of the capture instance's
+// change table, changeTableID (object_id of
+// sys.sp_cdc_help_change_data_capture, "ID of the change table"), each
+// row saying by [object_id] which table it is of: the change table's
+// captured columns have the types a change read returns, a column the
+// source table dropped included, in base types where the procedure names
+// an alias type (F64, F85).
+func ColumnsStatement(objectID, changeTableID int64) Stmt {
 	return Stmt{
 		SQL: "SELECT [c].[name], [c].[collation_name], [c].[is_nullable], [c].[is_computed], [c].[max_length], " +
 			"CAST(COLLATIONPROPERTY([c].[collation_name], @p2) AS int) AS [code_page], [c].[column_id], [c].[is_identity], " +
-			"TYPE_NAME([c].[system_type_id]) AS [type_name], [c].[precision], [c].[scale] " +
-			"FROM [sys].[columns] AS [c] WHERE [c].[object_id] = @p1 ORDER BY [c].[column_id]",
-		Args: []any{objectID, "CodePage"},
+			"TYPE_NAME([c].[system_type_id]) AS [type_name], [c].[precision], [c].[scale], [c].[object_id] " +
+			"FROM [sys].[columns] AS [c] WHERE [c].[object_id] IN (@p1, @p3) ORDER BY [c].[object_id], [c].[column_id]",
+		Args: []any{objectID, "CodePage", changeTableID},
 	}
 }
 
@@ -337,7 +345,14 @@ func IntKeyBoundsStatement(ci *source.CaptureInstance) (Stmt, error) {
 		return Stmt{}, fmt.Errorf("sqlserver: capture instance %q: MIN/MAX needs one integer key column, have %v", ci.Name, ci.Key)
 	}
 	k := t.qkey[0]
-	return Stmt{SQL: "SELECT (SELECT MIN(" + k + ") FROM " + t.name + ") AS [min], (SELECT MAX(" + k + ") FROM " + t.name + ") AS [max]"}, nil
+	lo, hi := "(SELECT MIN("+k+") FROM "+t.name+")", "(SELECT MAX("+k+") FROM "+t.name+")"
+	if cast := t.keyCast(0); cast != "" {
+		// A key read cast to its captured type (a numeric identity read as
+		// its change table's bigint, FACTS.md F64): the bounds too, after
+		// the aggregate, which still seeks the index's ends.
+		lo, hi = "CAST("+lo+" AS "+cast+")", "CAST("+hi+" AS "+cast+")"
+	}
+	return Stmt{SQL: "SELECT " + lo + " AS [min], " + hi + " AS [max]"}, nil
 }
 
 // RowCountStatement reads the table's row count from metadata
@@ -602,6 +617,13 @@ func (t *table) readList(prefix string, ps *params) (string, []int) {
 // ReadRangeStatement reads the captured columns of the rows whose key lies
 // in r: one SELECT per seekable piece of r (keyrange.Pieces), joined by
 // UNION ALL, every bound a parameter cast to its column's declared type.
+//
+// When ci has the captured table's object id (ObjectID), every SELECT is
+// guarded by OBJECT_ID(<its name>) = that id: a table renamed with
+// sp_rename keeps its id and its capture instances, and another table can
+// take its name (FACTS.md F93), whose rows the statement then does not
+// return as the captured table's. The name is resolved while the
+// statement runs, under the schema lock its read of the table holds.
 func ReadRangeStatement(ci *source.CaptureInstance, r keyrange.Range) (Stmt, error) {
 	t, err := newTable(ci)
 	if err != nil {
@@ -609,8 +631,15 @@ func ReadRangeStatement(ci *source.CaptureInstance, r keyrange.Range) (Stmt, err
 	}
 	var ps params
 	cols, _ := t.readList("", &ps)
+	guard := ""
+	if ci.ObjectID != 0 {
+		guard = "OBJECT_ID(" + ps.add(t.name) + ") = " + ps.add(ci.ObjectID)
+	}
 	if r.Lower == nil && r.Upper == nil {
 		sql := "SELECT " + cols + " FROM " + t.name
+		if guard != "" {
+			sql += " WHERE " + guard
+		}
 		if OrderedRange(ci) {
 			sql += "\nORDER BY " + selectList("", t.qkey)
 		}
@@ -630,7 +659,12 @@ func ReadRangeStatement(ci *source.CaptureInstance, r keyrange.Range) (Stmt, err
 			return Stmt{}, fmt.Errorf("sqlserver: capture instance %q, %s: %w", ci.Name, r, err)
 		}
 		s := "SELECT " + cols + " FROM " + t.name
-		if w != "" {
+		switch {
+		case guard != "" && w != "":
+			s += " WHERE " + guard + " AND " + w
+		case guard != "":
+			s += " WHERE " + guard
+		case w != "":
 			s += " WHERE " + w
 		}
 		parts = append(parts, s)

@@ -54,6 +54,9 @@ func TestODBCAgreesWithGoMSSQLDB(t *testing.T) {
 	st.SQL = regexp.MustCompile(`CAST\((\[\w+\]) \* @p\d+ AS bigint\) AS \[\w+\]`).ReplaceAllString(st.SQL, "$1")
 	st.SQL = regexp.MustCompile(`CAST\((\[\w+\]) AS varbinary\(\w+\)\) AS \[\w+\]`).ReplaceAllString(st.SQL, "$1")
 	st.SQL = regexp.MustCompile(`CAST\((CAST\(\[\w+\] AS nvarchar\(\w+\)\)) AS varbinary\(\w+\)\)`).ReplaceAllString(st.SQL, "$1")
+	// And without the guard against a renamed table (FACTS.md F93), whose
+	// parameters the script does not pass: it changes no value.
+	st.SQL = regexp.MustCompile(`\s*WHERE OBJECT_ID\(@p\d+\) = @p\d+`).ReplaceAllString(st.SQL, "")
 	if strings.Contains(st.SQL, "@p") || strings.Contains(st.SQL, "varbinary") {
 		t.Fatalf("statement still holds the decoder's casts: %s", st.SQL)
 	}

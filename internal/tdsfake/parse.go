@@ -112,6 +112,9 @@ type selected struct {
 	// to bigint (CAST([col] * @pN AS bigint) AS [col]); "" for none.
 	Times string
 	Null  bool // CAST(NULL AS type): a column the table no longer has (FACTS.md F60)
+	// Inner is the type of a cast inside the cast, CAST(CAST([col] AS
+	// <Inner>) AS <Cast>); "" for none.
+	Inner string
 }
 
 // parseSelectList reads a select list of [col], [q].[col] and CAST(... AS
@@ -136,6 +139,11 @@ func parseSelectList(s string) ([]selected, error) {
 				return nil, fmt.Errorf("select item %q: no AS in the CAST", clip(item))
 			}
 			sel := selected{Name: name, Cast: expr[as+4:], Null: expr[:as] == "NULL"}
+			if in, ok := strings.CutPrefix(expr[:as], "CAST("); ok {
+				if k := strings.LastIndex(in, " AS "); k >= 0 && strings.HasSuffix(in, ")") {
+					sel.Inner = in[k+4 : len(in)-1]
+				}
+			}
 			if _, times, ok := strings.Cut(expr[:as], " * "); ok {
 				sel.Times = times
 			}
@@ -215,8 +223,13 @@ func keyValue(c source.Column, v any) (any, error) {
 			return x, nil
 		}
 	case keyrange.KindDecimal:
-		if x, ok := v.(string); ok {
+		switch x := v.(type) {
+		case string:
 			return keyrange.Decimal(x), nil
+		case int64:
+			// A numeric(p,0) identity read as its change table's bigint
+			// (FACTS.md F64) has bigint bounds.
+			return keyrange.Decimal(strconv.FormatInt(x, 10)), nil
 		}
 	case keyrange.KindString:
 		if x, ok := v.(string); ok {
@@ -454,7 +467,26 @@ func (t *table) guardBelow(q pred) (*keyrange.Guard, error) {
 type rangeRead struct {
 	schema, name string // the table
 	sel          []selected
-	where        []string // each SELECT's WHERE ("" for none)
+	where        []string // each SELECT's WHERE ("" for none), without the guard
+	// guardName and guardID are the parameters of the guard every SELECT
+	// starts its WHERE with, OBJECT_ID(@pN) = @pM (FACTS.md F93); "" for
+	// none.
+	guardName, guardID string
+}
+
+// cutGuard cuts the object guard off the front of a WHERE: its two
+// parameters and the rest.
+func cutGuard(where string) (name, id, rest string, ok bool) {
+	g, ok := strings.CutPrefix(where, "OBJECT_ID(")
+	if !ok {
+		return "", "", where, false
+	}
+	name, g, ok = strings.Cut(g, ") = ")
+	if !ok {
+		return "", "", where, false
+	}
+	id, rest, _ = strings.Cut(g, " AND ")
+	return name, id, rest, true
 }
 
 // parseRangeRead reads "SELECT <list> FROM [s].[t][ WHERE ...]" joined by
@@ -492,10 +524,17 @@ func parseRangeRead(sql string) (rangeRead, error) {
 				return r, fmt.Errorf("part %d: unexpected %q after the table", i+1, clip(tail))
 			}
 		}
+		gName, gID, rest, guarded := cutGuard(where)
 		if i == 0 {
 			r.schema, r.name, r.sel = schema, name, sel
+			r.guardName, r.guardID = gName, gID
 		} else if schema != r.schema || name != r.name {
 			return r, fmt.Errorf("part %d reads another table", i+1)
+		} else if gName != r.guardName || gID != r.guardID {
+			return r, fmt.Errorf("part %d has another guard", i+1)
+		}
+		if guarded {
+			where = rest
 		}
 		r.where = append(r.where, where)
 	}

@@ -153,7 +153,7 @@ var (
 	sqlListTable    = mssqlstmt.TableCaptureInstancesStatement("", "").SQL
 	sqlCaptured     = mssqlstmt.CapturedColumnsStatement("").SQL
 	sqlDDLHistory   = mssqlstmt.DDLHistoryStatement("").SQL
-	sqlColumns      = mssqlstmt.ColumnsStatement(0).SQL
+	sqlColumns      = mssqlstmt.ColumnsStatement(0, 0).SQL
 	sqlIndexes      = mssqlstmt.IndexesStatement(0).SQL
 	sqlProbe        = mssqlstmt.GUIDProbeStatement().SQL
 	sqlNow          = mssqlstmt.ServerNowStatement().SQL
@@ -308,7 +308,7 @@ func (h *handler) serve(ctx context.Context, req *tdsserver.Request, w *tdsserve
 		return h.changeAccess(ctx, a, w)
 	case strings.HasPrefix(sql, "EXEC sys.sp_spaceused @objname = @p1"):
 		return h.spaceUsed(ctx, a, w)
-	case strings.HasPrefix(sql, "SELECT (SELECT MIN("):
+	case strings.HasPrefix(sql, "SELECT (SELECT MIN("), strings.HasPrefix(sql, "SELECT CAST((SELECT MIN("):
 		return h.intKeyBounds(ctx, sql, w)
 	}
 	// The reads, which take row locks.
@@ -385,7 +385,7 @@ func (h *handler) indexes(ctx context.Context, a args, w *tdsserver.ResponseWrit
 		return err
 	}
 	for _, ci := range cis {
-		if objectID(ci.SourceSchema, ci.SourceTable) != id {
+		if ci.ObjectID != id {
 			continue
 		}
 		_, visible, err := h.visibleTable(ci)
@@ -426,10 +426,13 @@ func docColumns(cols []mssqldocs.Column) []tdsserver.Column {
 	return out
 }
 
-// objectID is a table's object id: stable, positive, from its name.
-func objectID(schema, name string) int64 {
+// changeTableID is the object id of ci's change table: new for an
+// instance enabled again under its old name, as SQL Server's new change
+// table has.
+func (h *handler) changeTableID(ci *source.CaptureInstance) int64 {
+	created, _ := h.db.CreatedAt(ci.Name)
 	f := fnv.New32a()
-	f.Write([]byte(strings.ToLower(schema + "." + name)))
+	f.Write([]byte(strings.ToLower("cdc." + ci.Name + "_CT@" + created.String())))
 	return int64(f.Sum32()&0x3fffffff) + 1
 }
 
@@ -498,9 +501,7 @@ func (h *handler) list(ctx context.Context, w *tdsserver.ResponseWriter, keep fu
 		if keep != nil && !keep(ci) {
 			continue
 		}
-		id := objectID(ci.SourceSchema, ci.SourceTable)
-		created, _ := h.db.CreatedAt(ci.Name)
-		changeTable := objectID("cdc", ci.Name+"_CT@"+created.String())
+		id, changeTable := ci.ObjectID, h.changeTableID(ci)
 		var captured []string
 		for _, c := range ci.Columns {
 			captured = append(captured, c.Name)
@@ -516,7 +517,7 @@ func (h *handler) list(ctx context.Context, w *tdsserver.ResponseWriter, keep fu
 			}
 		}
 		if err := w.Row(ci.SourceSchema, ci.SourceTable, ci.Name, changeTable, id, start, nil,
-			len(ci.Key) > 0, nil, nil, index, nil, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), keys, quotedList(captured)); err != nil {
+			len(ci.Key) > 0, nil, nil, index, nil, ci.CreateDate, keys, quotedList(captured)); err != nil {
 			return err
 		}
 	}
@@ -556,13 +557,21 @@ func (h *handler) captured(ctx context.Context, a args, w *tdsserver.ResponseWri
 }
 
 // columns answers the sys.columns query (FACTS.md F35) of the table whose
-// object id is @p1. A table whose capture instances hide a collation (the
-// login may not see its metadata) has no rows.
+// object id is @p1 and of the change table whose object id is @p3, each
+// row with its [object_id]. A table whose capture instances hide a
+// collation (the login may not see its metadata) has no rows, nor has its
+// change table; nor has a change table the login may not read
+// (Options.DenyChangeTables).
 func (h *handler) columns(ctx context.Context, a args, w *tdsserver.ResponseWriter) error {
 	id, err := a.get("@p1")
 	if err != nil {
 		return err
 	}
+	ctArg, err := a.get("@p3")
+	if err != nil {
+		return err
+	}
+	ctID, _ := ctArg.(int64)
 	cis, err := h.instances(ctx)
 	if err != nil {
 		return err
@@ -570,34 +579,63 @@ func (h *handler) columns(ctx context.Context, a args, w *tdsserver.ResponseWrit
 	cols := docColumns([]mssqldocs.Column{{Name: "name", Type: "sysname"}, {Name: "collation_name", Type: "sysname"},
 		{Name: "is_nullable", Type: "bit"}, {Name: "is_computed", Type: "bit"}, {Name: "max_length", Type: "smallint"}, {Name: "code_page", Type: "int"},
 		{Name: "column_id", Type: "int"}, {Name: "is_identity", Type: "bit"}, {Name: "type_name", Type: "sysname"},
-		{Name: "precision", Type: "tinyint"}, {Name: "scale", Type: "tinyint"}})
+		{Name: "precision", Type: "tinyint"}, {Name: "scale", Type: "tinyint"}, {Name: "object_id", Type: "int"}})
 	if err := w.Columns(cols); err != nil {
 		return err
 	}
+	row := func(c source.Column, identity bool, object int64) error {
+		var coll, cp any
+		if c.Collation != "" {
+			coll, cp = c.Collation, int64(codePage(c.Collation))
+		}
+		typ := c.Type
+		if typ == "rowversion" {
+			typ = "timestamp" // TYPE_NAME of its system_type_id
+		}
+		prec, scale := columnPrecision(c)
+		return w.Row(c.Name, coll, c.Nullable, c.Computed, int64(maxLength(c)), cp, int64(c.ID), identity, typ, prec, scale, object)
+	}
+	tableDone := false
 	for _, ci := range cis {
-		if objectID(ci.SourceSchema, ci.SourceTable) != id {
+		isTable, isChange := ci.ObjectID == id && !tableDone, h.changeTableID(ci) == ctID
+		if !isTable && !isChange {
 			continue
 		}
 		info, visible, err := h.visibleTable(ci)
-		if err != nil || !visible {
-			return err // hidden: no rows
+		if err != nil {
+			return err
 		}
-		for _, c := range info.Columns {
-			var coll, cp any
-			if c.Collation != "" {
-				coll, cp = c.Collation, int64(codePage(c.Collation))
+		if !visible {
+			continue // hidden: no rows
+		}
+		if isTable {
+			tableDone = true
+			for _, c := range info.Columns {
+				if err := row(c, c.Name == info.Identity, ci.ObjectID); err != nil {
+					return err
+				}
 			}
-			typ := c.Type
-			if typ == "rowversion" {
-				typ = "timestamp" // TYPE_NAME of its system_type_id
+		}
+		if isChange && !h.opts.DenyChangeTables {
+			// The change table's columns (FACTS.md F11): its metadata
+			// columns, then the captured columns in their change-table
+			// types (F64), a dropped one's too (F60).
+			ct, err := h.db.ChangeTableColumns(ctx, ci.Name)
+			if err != nil {
+				return err
 			}
-			prec, scale := columnPrecision(c)
-			if err := w.Row(c.Name, coll, c.Nullable, c.Computed, int64(maxLength(c)), cp,
-				int64(c.ID), c.Name == info.Identity, typ, prec, scale); err != nil {
+			meta := []source.Column{{Name: "__$start_lsn", Type: "binary", Length: 10}, {Name: "__$end_lsn", Type: "binary", Length: 10, Nullable: true},
+				{Name: "__$seqval", Type: "binary", Length: 10}, {Name: "__$operation", Type: "int"}, {Name: "__$update_mask", Type: "varbinary", Length: 128, Nullable: true}}
+			for k, c := range append(meta, ct...) {
+				c.ID = k + 1
+				if err := row(c, false, ctID); err != nil {
+					return err
+				}
+			}
+			if err := row(source.Column{Name: "__$command_id", Type: "int", ID: len(meta) + len(ct) + 1, Nullable: true}, false, ctID); err != nil {
 				return err
 			}
 		}
-		return nil
 	}
 	return nil
 }
@@ -1011,11 +1049,32 @@ func (h *handler) intKeyBounds(ctx context.Context, sql string, w *tdsserver.Res
 	if err != nil {
 		return err
 	}
-	col, _, err := unquote(strings.TrimPrefix(sql, "SELECT (SELECT MIN("))
+	body, cast := strings.TrimPrefix(sql, "SELECT (SELECT MIN("), ""
+	if rest, ok := strings.CutPrefix(sql, "SELECT CAST((SELECT MIN("); ok {
+		// The bounds cast to the key's captured type (FACTS.md F64).
+		body = rest
+		_, c, _ := strings.Cut(rest, ") AS ")
+		cast, _, _ = strings.Cut(c, ")")
+	}
+	col, _, err := unquote(body)
 	if err != nil {
 		return fmt.Errorf("tdsfake: MIN/MAX: %w", err)
 	}
 	ci = keyedBy(ci, []string{col})
+	if cast != "" {
+		to, err := source.ParseType(cast)
+		if err != nil {
+			return fmt.Errorf("tdsfake: MIN/MAX: CAST to %s: %w", cast, err)
+		}
+		cp := *ci
+		cp.Columns = slices.Clone(ci.Columns)
+		for i := range cp.Columns {
+			if cp.Columns[i].Name == col {
+				cp.Columns[i].Type, cp.Columns[i].Length, cp.Columns[i].Precision, cp.Columns[i].Scale = to.Type, to.Length, to.Precision, to.Scale
+			}
+		}
+		ci = &cp
+	}
 	lo, hi, ok, err := h.db.IntKeyBounds(ctx, ci)
 	if err != nil {
 		return err
@@ -1093,16 +1152,35 @@ func resultColumns(ci *source.CaptureInstance, info fake.TableInfo, sel []select
 			if strings.HasPrefix(s.Cast, "nvarchar") {
 				col.Collation = c.Collation
 			}
-			// castsOf converts for the reads' own casts (to bigint times a
-			// scale, to varbinary, to nvarchar); the others cast a column
-			// to its captured type (FACTS.md F62, F64).
-			if s.Times == "" && !strings.HasPrefix(s.Cast, "varbinary") && !strings.HasPrefix(s.Cast, "nvarchar") {
+			// Every CAST converts as SQL Server's does, truncating a
+			// string or bytes longer than the target and rounding a
+			// decimal to its scale (FACTS.md F92), as when the read's
+			// description is older than the table (a widened column);
+			// castsOf then takes nchar text to its UTF-16 bytes (F90) and
+			// multiplies a decimal for its bigint (F91).
+			if s.Times == "" {
 				to, err := source.ParseType(s.Cast)
 				if err != nil {
 					return nil, fmt.Errorf("tdsfake: CAST to %s: %w", s.Cast, err)
 				}
-				from := c
-				conv = func(v any) (any, error) { return fake.ConvertValue(v, from, to) }
+				from, inner := c, source.Column{}
+				if s.Inner != "" {
+					if inner, err = source.ParseType(s.Inner); err != nil {
+						return nil, fmt.Errorf("tdsfake: CAST to %s: %w", s.Inner, err)
+					}
+					inner.Collation = c.Collation
+				}
+				conv = func(v any) (any, error) {
+					f := from
+					if inner.Type != "" {
+						var err error
+						if v, err = fake.CastValue(v, f, inner); err != nil {
+							return nil, err
+						}
+						f = inner
+					}
+					return fake.CastValue(v, f, to)
+				}
 			}
 		}
 		res.cols = append(res.cols, col)
@@ -1207,21 +1285,22 @@ func (h *handler) isolation(conn uint64) source.Isolation {
 // table schema.name, under the connection's isolation level: the result
 // columns, each one's captured column, and the rows (nil when the pieces
 // hold none).
-func (h *handler) read(ctx context.Context, conn uint64, schema, name string, sel []selected, wheres []string, a args) (*result, *fake.RowCursor, error) {
+//
+// The table is the one the name names now (error 208 when none does): a
+// capture instance's table renamed away, and another given its name
+// (fake.DB.RenameTable, FACTS.md F93), is read as that other table, whose
+// rows none is returned when guardOK is false (the statement's guard
+// OBJECT_ID(name) = source_object_id failed).
+func (h *handler) read(ctx context.Context, conn uint64, schema, name string, sel []selected, wheres []string, a args, guardOK bool) (*result, *fake.RowCursor, error) {
 	var names []string
 	for _, s := range sel {
 		if !s.Null {
 			names = append(names, s.Name)
 		}
 	}
-	ci, err := h.onTable(ctx, schema, name, names...)
+	info, err := h.db.Table(schema, name)
 	if err != nil {
-		return nil, nil, err
-	}
-	ci = keyedBy(ci, columnsNamed(wheres))
-	info, err := h.db.Table(ci.SourceSchema, ci.SourceTable)
-	if err != nil {
-		return nil, nil, err
+		return nil, nil, &sqlError{number: 208, class: 16, state: 1, message: fmt.Sprintf("Invalid object name '%s.%s'.", schema, name)}
 	}
 	for _, s := range sel {
 		// A column the table does not have is error 207 (FACTS.md F21,
@@ -1230,6 +1309,15 @@ func (h *handler) read(ctx context.Context, conn uint64, schema, name string, se
 			return nil, nil, &sqlError{number: 207, class: 16, state: 1, message: fmt.Sprintf("Invalid column name '%s'.", s.Name)}
 		}
 	}
+	if !guardOK {
+		res, err := resultColumns(&source.CaptureInstance{Columns: info.Columns}, info, sel, false)
+		return res, nil, err
+	}
+	ci, err := h.onTable(ctx, schema, name, names...)
+	if err != nil {
+		return nil, nil, err
+	}
+	ci = keyedBy(ci, columnsNamed(wheres))
 	res, err := resultColumns(ci, info, sel, false)
 	if err != nil {
 		return nil, nil, err
@@ -1240,6 +1328,25 @@ func (h *handler) read(ctx context.Context, conn uint64, schema, name string, se
 	}
 	cur, err := h.db.ScanPieces(ctx, ci, ps, source.ReadOptions{Isolation: h.isolation(conn), BatchRows: h.opts.PageRows})
 	return res, cur, err
+}
+
+// guard evaluates OBJECT_ID(@name) = @id: whether the two-part name the
+// parameter holds names the object whose id the other holds now.
+func (h *handler) guard(nameRef, idRef string, a args) (bool, error) {
+	n, err := a.str(nameRef)
+	if err != nil {
+		return false, err
+	}
+	id, err := a.get(idRef)
+	if err != nil {
+		return false, err
+	}
+	schema, name, rest, err := twoPart(n)
+	if err != nil || rest != "" {
+		return false, fmt.Errorf("tdsfake: OBJECT_ID(%q): want [schema].[table]", n)
+	}
+	info, err := h.db.Table(schema, name)
+	return err == nil && info.ObjectID == id, nil
 }
 
 // sqlError is an error SQL Server would answer a statement with.
@@ -1271,7 +1378,13 @@ func (h *handler) readRange(ctx context.Context, conn uint64, sql string, a args
 	if err != nil {
 		return fmt.Errorf("tdsfake: %w in %q", err, clip(sql))
 	}
-	res, cur, err := h.read(ctx, conn, r.schema, r.name, r.sel, r.where, a)
+	guardOK := true
+	if r.guardName != "" {
+		if guardOK, err = h.guard(r.guardName, r.guardID, a); err != nil {
+			return err
+		}
+	}
+	res, cur, err := h.read(ctx, conn, r.schema, r.name, r.sel, r.where, a, guardOK)
 	var sqlErr *sqlError
 	if errors.As(err, &sqlErr) {
 		return w.Error(sqlErr.number, sqlErr.class, sqlErr.state, sqlErr.message)
@@ -1312,7 +1425,7 @@ func (h *handler) seek(ctx context.Context, conn uint64, sql string, a args, w *
 		return err
 	}
 	k, _ := off.(int64)
-	res, cur, err := h.read(ctx, conn, r.schema, r.name, r.sel, r.where, a)
+	res, cur, err := h.read(ctx, conn, r.schema, r.name, r.sel, r.where, a, true)
 	if err != nil {
 		return fmt.Errorf("tdsfake: %w in %q", err, clip(sql))
 	}

@@ -359,7 +359,9 @@ const (
 // column it cannot take.
 func (d *ddlRun) fit() (int, string) {
 	table, _ := d.dst.ArrowSchema(d.ctx)
-	ci := d.instance(d.cur)
+	// As the library sees the instance: over the wire the change table's
+	// types (FACTS.md F64) may be another answer than the fake's.
+	ci, _ := d.src.CaptureInstance(d.ctx, d.cur)
 	if table == nil || ci == nil {
 		return fitOK, ""
 	}
@@ -685,7 +687,7 @@ func (d *ddlRun) check() {
 		d.fatalf("%v", err)
 	}
 	d.checkChanges(rows)
-	latest := latestImage(rows, d.from.String())
+	latest := LatestImage(rows, d.from.String())
 	srcRows, err := d.db.Rows("dbo", ddlTable)
 	if err != nil {
 		d.fatalf("%v", err)
@@ -782,14 +784,14 @@ func (d *ddlRun) instance(name string) *source.CaptureInstance {
 	return ci
 }
 
-// latestImage returns each key's latest bronze row among rows with
+// LatestImage returns each key's latest bronze row among rows with
 // _start_lsn at or above from, by (_start_lsn, _command_id, _seqval,
 // _operation), NULLs first: a delete (1) or an update-before (3) removes
 // the key. An update that keeps its key logs its after image (4) at the
 // before image's position, so it follows and wins; an update of the key
 // under trace flag 8207 logs the old key in the before image only
 // (FACTS.md F14), which must remove it.
-func latestImage(rows []map[string]any, from string) map[string]map[string]any {
+func LatestImage(rows []map[string]any, from string) map[string]map[string]any {
 	order := func(r map[string]any) (string, int64, bool, string, bool, int64) {
 		lsnS, _ := r[sink.ColStartLSN].(string)
 		cmd, hasCmd := r[sink.ColCommandID].(int64)

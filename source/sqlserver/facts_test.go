@@ -123,7 +123,7 @@ func TestBinaryLengthsComeFromSysColumns(t *testing.T) {
 		t.Fatalf("declared %q", decl)
 	}
 	st, err := mssqlstmt.ReadRangeStatement(ci, keyrange.Range{Lower: keyrange.Tuple{[]byte{0, 0, 0, 9}}})
-	if err != nil || !strings.Contains(st.SQL, "[h] >= CAST(@p1 AS binary(4))") {
+	if err != nil || !strings.Contains(st.SQL, "[h] >= CAST(@p3 AS binary(4))") {
 		t.Fatalf("%v %s", err, st.SQL)
 	}
 }

@@ -145,6 +145,14 @@ func parseCaptureInstances(rs resultSet) ([]captureRow, error) {
 			return nil, fmt.Errorf("sqlserver: %s: start_lsn of %q: %w", what, c.Instance.Name, err)
 		}
 		c.Instance.StartLSN = start.LSN
+		c.Instance.ObjectID = c.SourceObjectID
+		if i, err := rs.col(what, "create_date"); err == nil {
+			// datetime: the server's wall clock, only compared with the
+			// other instances' (FACTS.md F66).
+			if t, ok := row[i].(time.Time); ok {
+				c.Instance.CreateDate = t
+			}
+		}
 		if c.IndexName, err = asString(what+" index_name", row[idx["index_name"]]); err != nil {
 			return nil, err
 		}
@@ -444,8 +452,94 @@ func applyColumnInfo(cols []source.Column, rs resultSet) ([]source.Column, error
 		}
 		if in.typeName != "" {
 			table := tableType(in.typeName, in.maxLength, in.precision, in.scale)
-			c.CastOnRead = in.identity || !sameType(table, *c)
+			same := sameType(table, *c)
+			c.CastOnRead = in.identity || !same
+			if !same && !in.identity && !(table.Type == "timestamp" && c.Type == "binary") {
+				// An ALTER COLUMN the capture job has not reached (F62).
+				c.PendingType = table.Declared()
+			}
 		}
+	}
+	return out, nil
+}
+
+// splitColumns splits the result of ColumnsStatement into the source
+// table's rows and the change table's (changeTableID), by [object_id]; a
+// result without that column (an older statement's fixture) is the source
+// table's alone.
+func splitColumns(rs resultSet, changeTableID int64) (table, change resultSet, err error) {
+	const what = "sys.columns"
+	i, colErr := rs.col(what, "object_id")
+	table, change = resultSet{Columns: rs.Columns}, resultSet{Columns: rs.Columns}
+	if colErr != nil {
+		table.Rows = rs.Rows
+		return table, change, nil
+	}
+	for _, row := range rs.Rows {
+		if len(row) != len(rs.Columns) {
+			return table, change, fmt.Errorf("sqlserver: %s: row has %d values for %d columns", what, len(row), len(rs.Columns))
+		}
+		id, _, err := asInt(what+" object_id", row[i])
+		if err != nil {
+			return table, change, err
+		}
+		if id == changeTableID && changeTableID != 0 {
+			change.Rows = append(change.Rows, row)
+		} else {
+			table.Rows = append(table.Rows, row)
+		}
+	}
+	return table, change, nil
+}
+
+// applyChangeTableTypes gives each captured column the type its column of
+// the change table has (the rows of ColumnsStatement for the change table,
+// matched by name: a change table's captured columns keep the captured
+// columns' names, FACTS.md F59): the type a change read returns, which is
+// what the instance captures. It answers what
+// sys.sp_cdc_get_captured_columns leaves open: an alias type's base type,
+// also for a column the source table no longer has (F85, F60), and the
+// int or bigint of an identity column and the binary(8) of a rowversion
+// (F64). Without such rows (a login that may not see the change table's
+// metadata) cols are returned as they are.
+func applyChangeTableTypes(cols []source.Column, change resultSet) ([]source.Column, error) {
+	if len(change.Rows) == 0 {
+		return cols, nil
+	}
+	const what = "sys.columns of the change table"
+	var idx [5]int
+	for k, n := range []string{"name", "type_name", "max_length", "precision", "scale"} {
+		i, err := change.col(what, n)
+		if err != nil {
+			return nil, err
+		}
+		idx[k] = i
+	}
+	types := map[string]source.Column{}
+	for _, row := range change.Rows {
+		name, err := asString(what, row[idx[0]])
+		if err != nil {
+			return nil, err
+		}
+		typ, err := asString(what+" type_name of "+name, row[idx[1]])
+		if err != nil {
+			return nil, err
+		}
+		var n [3]int64
+		for k := range n {
+			if n[k], _, err = asInt(what+" of "+name, row[idx[2+k]]); err != nil {
+				return nil, err
+			}
+		}
+		types[name] = tableType(typ, n[0], n[1], n[2])
+	}
+	out := slices.Clone(cols)
+	for i := range out {
+		ct, ok := types[out[i].Name]
+		if !ok || ct.Type == "" {
+			continue
+		}
+		out[i].Type, out[i].Length, out[i].Precision, out[i].Scale = ct.Type, ct.Length, ct.Precision, ct.Scale
 	}
 	return out, nil
 }

@@ -536,20 +536,32 @@ func (s *Source) describe(ctx context.Context, row captureRow, d *described) (*s
 	if err != nil {
 		return nil, err
 	}
-	rs, err = s.run(ctx, s.db, "collations of "+got, mssqlstmt.ColumnsStatement(row.SourceObjectID))
+	rs, err = s.run(ctx, s.db, "collations of "+got, mssqlstmt.ColumnsStatement(row.SourceObjectID, row.ChangeTableID))
 	if err != nil {
 		return nil, err
 	}
-	if len(rs.Rows) == 0 {
+	table, change, err := splitColumns(rs, row.ChangeTableID)
+	if err != nil {
+		return nil, err
+	}
+	if len(table.Rows) == 0 {
 		s.log.WarnContext(ctx, "sqlserver: sys.columns shows no columns of the source table: no collations, varchar keys stay in one partition", "capture_instance", got)
 	}
-	if ci.Columns, err = applyColumnInfo(captured, rs); err != nil {
+	if captured, err = applyChangeTableTypes(captured, change); err != nil {
+		return nil, err
+	}
+	if ci.Columns, err = applyColumnInfo(captured, table); err != nil {
 		return nil, err
 	}
 	for _, c := range ci.Columns {
-		if aliasType(c.Type) {
-			return nil, fmt.Errorf("sqlserver: capture instance %q: column %q has type %q, which is no SQL Server system type: an alias type (sysname, CREATE TYPE ... FROM), whose base type only sys.columns names, and sys.columns shows the login no column of the table (grant it VIEW DEFINITION or SELECT on the table; FACTS.md F85)", got, c.Name, c.Type)
+		if !aliasType(c.Type) {
+			continue
 		}
+		why := "sys.columns shows the login no column of the table (grant it VIEW DEFINITION or SELECT on the table)"
+		if len(table.Rows) > 0 {
+			why = "the table no longer has the column, and sys.columns shows the login no column of the change table cdc." + row.Instance.Name + "_CT (grant it VIEW DEFINITION or SELECT on the change table)"
+		}
+		return nil, fmt.Errorf("sqlserver: capture instance %q: column %q has type %q, which is no SQL Server system type: an alias type (sysname, CREATE TYPE ... FROM), whose base type only sys.columns names, and %s (FACTS.md F85)", got, c.Name, c.Type, why)
 	}
 	for _, k := range ci.Key {
 		c, ok := ci.Column(k)

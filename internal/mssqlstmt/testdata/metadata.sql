@@ -13,7 +13,8 @@ EXEC sys.sp_cdc_get_captured_columns @capture_instance = @p1;
 -- name: sys.columns/column_info
 -- @p1 = bigint 245575913
 -- @p2 = nvarchar N'CodePage'
-SELECT [c].[name], [c].[collation_name], [c].[is_nullable], [c].[is_computed], [c].[max_length], CAST(COLLATIONPROPERTY([c].[collation_name], @p2) AS int) AS [code_page], [c].[column_id], [c].[is_identity], TYPE_NAME([c].[system_type_id]) AS [type_name], [c].[precision], [c].[scale] FROM [sys].[columns] AS [c] WHERE [c].[object_id] = @p1 ORDER BY [c].[column_id];
+-- @p3 = bigint 261575970
+SELECT [c].[name], [c].[collation_name], [c].[is_nullable], [c].[is_computed], [c].[max_length], CAST(COLLATIONPROPERTY([c].[collation_name], @p2) AS int) AS [code_page], [c].[column_id], [c].[is_identity], TYPE_NAME([c].[system_type_id]) AS [type_name], [c].[precision], [c].[scale], [c].[object_id] FROM [sys].[columns] AS [c] WHERE [c].[object_id] IN (@p1, @p3) ORDER BY [c].[object_id], [c].[column_id];
 
 -- name: sys.indexes/indexes
 -- @p1 = bigint 245575913
@@ -95,6 +96,9 @@ SELECT (SELECT MIN([id]) FROM [dbo].[orders]) AS [min], (SELECT MAX([id]) FROM [
 
 -- name: minmax/weird_names
 SELECT (SELECT MIN([ü]]]) FROM [we]]ird].[t ab]) AS [min], (SELECT MAX([ü]]]) FROM [we]]ird].[t ab]) AS [max];
+
+-- name: minmax/identity_cast
+SELECT CAST((SELECT MIN([id]) FROM [dbo].[ddl]) AS bigint) AS [min], CAST((SELECT MAX([id]) FROM [dbo].[ddl]) AS bigint) AS [max];
 
 -- name: spaceused/int
 -- @p1 = nvarchar N'[dbo].[orders]'

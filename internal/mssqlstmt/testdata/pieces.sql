@@ -162,6 +162,24 @@ SELECT [k;1], CAST(CAST([v AS varchar] AS nvarchar(10)) AS varbinary(20)) AS [v 
 -- @p1 = bigint 10000
 SELECT [id], CAST([amount] * @p1 AS bigint) AS [amount], CAST([note] AS varbinary(max)) AS [note] FROM [dbo].[orders] WHERE 1 = 0;
 
+-- name: object_guard/whole
+-- @p1 = nvarchar N'[dbo].[lines]'
+-- @p2 = bigint 245575913
+SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE OBJECT_ID(@p1) = @p2;
+
+-- name: object_guard/middle
+-- @p1 = nvarchar N'[dbo].[lines]'
+-- @p2 = bigint 245575913
+-- @p3 = bigint 3
+-- @p4 = bigint 500
+-- @p5 = bigint 7
+-- @p6 = bigint 20
+SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE OBJECT_ID(@p1) = @p2 AND [company] = CAST(@p3 AS int) AND [id] >= CAST(@p4 AS bigint) AND (([company] < CAST(@p5 AS int)) OR ([company] = CAST(@p5 AS int) AND [id] < CAST(@p6 AS bigint)))
+UNION ALL
+SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE OBJECT_ID(@p1) = @p2 AND [company] > CAST(@p3 AS int) AND [company] < CAST(@p5 AS int)
+UNION ALL
+SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE OBJECT_ID(@p1) = @p2 AND [company] = CAST(@p5 AS int) AND [id] < CAST(@p6 AS bigint) AND [company] > CAST(@p3 AS int);
+
 -- name: utf8/middle
 -- @p1 = nvarchar N'Kraków'
 -- @p2 = nvarchar N'Łódź'
