@@ -382,7 +382,7 @@ func (db *DB) setChangeTable(name string, denied bool) error {
 // changeTableDenied is the error of a read of in's change table after
 // DenyChangeTable.
 func changeTableDenied(in *instance) error {
-	return fmt.Errorf("%w cdc.[%s_CT]: GRANT SELECT ON SCHEMA::cdc TO <login>", ErrChangeTableDenied, in.name)
+	return fmt.Errorf("%w cdc.[%s_CT]: GRANT SELECT ON cdc.[%[2]s_CT] TO <user>; GRANT SELECT ON cdc.lsn_time_mapping TO <user>", ErrChangeTableDenied, in.name)
 }
 
 // ChangeAccess tells, reading no change, what ReadChanges of ci would fail

@@ -151,7 +151,7 @@ func TestInspectChecksTheChangeTable(t *testing.T) {
 	armed := errors.New("a change read")
 	db.FailNext(fake.OpReadChanges, armed)
 	in := inspect(t, db, fake.NewMemSink(), opts)
-	if !errors.Is(in.ChangesErr, fake.ErrChangeTableDenied) || !in.ChangesChecked || !strings.Contains(in.ChangesErr.Error(), "GRANT SELECT ON SCHEMA::cdc TO <login>") {
+	if !errors.Is(in.ChangesErr, fake.ErrChangeTableDenied) || !in.ChangesChecked || !strings.Contains(in.ChangesErr.Error(), "GRANT SELECT ON cdc.[dbo_t_CT] TO <user>; GRANT SELECT ON cdc.lsn_time_mapping TO <user>") {
 		t.Fatalf("change table denied: ChangesErr %v, checked %v; want fake.ErrChangeTableDenied naming the grant", in.ChangesErr, in.ChangesChecked)
 	}
 	if in.Plan == nil || len(in.Plan.Ranges) != 4 {

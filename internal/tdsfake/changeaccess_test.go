@@ -19,8 +19,9 @@ var _ snapshot.ChangeAccessChecker = (*sqlserver.Source)(nil)
 // TestInspectChecksTheChangeTableOverTheWire: snapshot.Inspect through
 // source/sqlserver and go-mssqldb asks HAS_PERMS_BY_NAME (FACTS.md F86)
 // and says what the stream's change reads would then say: a login without
-// SELECT on the cdc schema (tdsfake.Options.DenyChangeTables), or on one
-// change table (fake.DB.DenyChangeTable), is refused naming the grant,
+// SELECT on the cdc schema (tdsfake.Options.DenyChangeTables), on one
+// change table (fake.DB.DenyChangeTable), or granted the change table but
+// not cdc.lsn_time_mapping (tdsfake.Options.CDCGrants), is refused naming the grant,
 // unless the source may read through the change function. Inspect reads
 // no row and runs no change read (every request the server saw).
 func TestInspectChecksTheChangeTableOverTheWire(t *testing.T) {
@@ -30,11 +31,14 @@ func TestInspectChecksTheChangeTableOverTheWire(t *testing.T) {
 		denySchema  bool
 		denyTable   bool
 		allowFunc   bool
-		wantMissing string // "": not refused
+		grants      []string // tdsfake.Options.CDCGrants
+		wantMissing string   // "": not refused
 	}{
 		{name: "granted"},
 		{name: "no SELECT on schema cdc", denySchema: true, wantMissing: "cdc.[dbo_t_CT] and cdc.lsn_time_mapping"},
 		{name: "no SELECT on the change table", denyTable: true, wantMissing: "cdc.[dbo_t_CT] (HAS_PERMS_BY_NAME)"},
+		{name: "the change table granted alone", grants: []string{"dbo_t_CT"}, wantMissing: "cdc.lsn_time_mapping (HAS_PERMS_BY_NAME)"},
+		{name: "both tables granted", grants: []string{"dbo_t_CT", "lsn_time_mapping"}},
 		{name: "change function allowed", denySchema: true, allowFunc: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,7 +66,7 @@ func TestInspectChecksTheChangeTableOverTheWire(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			src, srv, _ := serve(t, db, tdsfake.Options{DenyChangeTables: tc.denySchema}, sqlserver.Options{AllowChangeFunction: tc.allowFunc})
+			src, srv, _ := serve(t, db, tdsfake.Options{DenyChangeTables: tc.denySchema, CDCGrants: tc.grants}, sqlserver.Options{AllowChangeFunction: tc.allowFunc})
 			in, err := snapshot.Inspect(ctx, src, fake.NewMemSink(), snapshot.Options{CaptureInstance: "dbo_t", MinPartitionRows: 100})
 			if err != nil {
 				t.Fatal(err)
@@ -75,7 +79,7 @@ func TestInspectChecksTheChangeTableOverTheWire(t *testing.T) {
 				t.Errorf("ChangesErr %v, want none", in.ChangesErr)
 			case tc.wantMissing != "" && (!errors.Is(in.ChangesErr, sqlserver.ErrChangeTableDenied) ||
 				!strings.Contains(in.ChangesErr.Error(), "may not SELECT from "+tc.wantMissing) ||
-				!strings.Contains(in.ChangesErr.Error(), "GRANT SELECT ON SCHEMA::cdc TO <login>")):
+				!strings.Contains(in.ChangesErr.Error(), "GRANT SELECT ON cdc.[dbo_t_CT] TO <user>; GRANT SELECT ON cdc.lsn_time_mapping TO <user>")):
 				t.Errorf("ChangesErr %v; want sqlserver.ErrChangeTableDenied naming %s and the grant", in.ChangesErr, tc.wantMissing)
 			}
 			if st, _ := db.Stats("dbo", "t"); st.RangeReads != 0 || st.RowsReturned != 0 {

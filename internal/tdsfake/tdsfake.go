@@ -9,10 +9,10 @@
 //
 // It models what the facts register says SQL Server does where the
 // statements depend on it: error 313 from the change function for an
-// interval outside the valid one (F09), error 229 from a change table the
-// login may not read and HAS_PERMS_BY_NAME's 0 for it
-// (Options.DenyChangeTables, fake.DB.DenyChangeTable; F11, F86), 0x00… as the minimum
-// LSN of an instance the login may not read (F07), the commit time on the
+// interval outside the valid one (F09), error 229 from a table of schema
+// cdc the login may not read (a change table, cdc.lsn_time_mapping) and
+// HAS_PERMS_BY_NAME's 0 for it (Options.DenyChangeTables, CDCGrants,
+// fake.DB.DenyChangeTable; F11, F86), 0x00… as the minimum LSN of an instance the login may not read (F07), the commit time on the
 // first change row of each LSN only (what the statement's CASE asks for,
 // F41), SET TRANSACTION ISOLATION LEVEL kept on a connection across
 // connection resets (F32).
@@ -46,13 +46,22 @@ import (
 // Options configure a Server. The zero value serves every statement as a
 // db_owner login would be served.
 type Options struct {
-	// DenyChangeTables makes every read of a change table (and of
-	// cdc.lsn_time_mapping) fail with error 229, and HAS_PERMS_BY_NAME
-	// answer 0 for them, as for a login without SELECT on the cdc schema
-	// (FACTS.md F11, F86): the source refuses to read changes
-	// (sqlserver.ErrChangeTableDenied), or with AllowChangeFunction reads
-	// them through cdc.fn_cdc_get_all_changes_<instance>.
+	// DenyChangeTables makes every read of a table of schema cdc (the
+	// change tables, cdc.lsn_time_mapping) fail with error 229, and
+	// HAS_PERMS_BY_NAME answer 0 for them, as for a login without SELECT
+	// on the cdc schema (FACTS.md F11, F86): the source refuses to read
+	// changes (sqlserver.ErrChangeTableDenied), or with
+	// AllowChangeFunction reads them through
+	// cdc.fn_cdc_get_all_changes_<instance>.
 	DenyChangeTables bool
+	// CDCGrants, when not nil, are the tables of schema cdc the login's
+	// database user was granted SELECT on, one by one ("dbo_t_CT",
+	// "lsn_time_mapping", names compared ignoring case): a statement
+	// reading any other fails with error 229 naming it, the change table
+	// first, and HAS_PERMS_BY_NAME answers 0 for it. Nil grants every
+	// table (db_owner, or SELECT on the schema). fake.DB.DenyChangeTable
+	// takes one change table away whatever the grants.
+	CDCGrants []string
 	// PacketSize is the TDS packet size granted a client that asks for
 	// none; 0 means 4096.
 	PacketSize int
@@ -865,7 +874,6 @@ func (h *handler) changeAccess(ctx context.Context, a args, w *tdsserver.Respons
 		if err != nil || rest != "" || !strings.EqualFold(schema, "cdc") || !strings.EqualFold(class, "OBJECT") || !strings.EqualFold(perm, "SELECT") {
 			continue // NULL
 		}
-		granted := !h.opts.DenyChangeTables
 		switch {
 		case strings.EqualFold(obj, "lsn_time_mapping"):
 		case strings.HasSuffix(obj, "_CT"):
@@ -876,14 +884,12 @@ func (h *handler) changeAccess(ctx context.Context, a args, w *tdsserver.Respons
 				return err
 			case errors.As(denied, &access):
 				continue // no such object the login can see
-			case errors.Is(denied, fake.ErrChangeTableDenied):
-				granted = false
 			}
 		default:
 			continue
 		}
 		out[i] = int64(0)
-		if granted {
+		if h.maySelect(ctx, obj) {
 			out[i] = int64(1)
 		}
 	}
@@ -893,11 +899,28 @@ func (h *handler) changeAccess(ctx context.Context, a args, w *tdsserver.Respons
 	return w.Row(out...)
 }
 
-// changeTableDenied reports whether fake.DB.DenyChangeTable took the
-// login's SELECT on ci's change table.
-func (h *handler) changeTableDenied(ctx context.Context, ci *source.CaptureInstance) bool {
-	denied, err := h.db.ChangeAccess(ctx, ci)
-	return err == nil && errors.Is(denied, fake.ErrChangeTableDenied)
+// maySelect reports whether the login may SELECT from table name of
+// schema cdc (a change table "<instance>_CT", or "lsn_time_mapping"):
+// Options.DenyChangeTables, Options.CDCGrants, and for a change table
+// fake.DB.DenyChangeTable.
+func (h *handler) maySelect(ctx context.Context, name string) bool {
+	if h.opts.DenyChangeTables {
+		return false
+	}
+	if h.opts.CDCGrants != nil && !slices.ContainsFunc(h.opts.CDCGrants, func(g string) bool { return strings.EqualFold(g, name) }) {
+		return false
+	}
+	if ci, ok := strings.CutSuffix(name, "_CT"); ok {
+		denied, err := h.db.ChangeAccess(ctx, &source.CaptureInstance{Name: ci})
+		return err != nil || !errors.Is(denied, fake.ErrChangeTableDenied)
+	}
+	return true
+}
+
+// deniedSelect answers with SQL Server's error 229 for table name of
+// schema cdc (FACTS.md F11, F21).
+func deniedSelect(w *tdsserver.ResponseWriter, name string) error {
+	return w.Error(229, 14, 5, fmt.Sprintf("The SELECT permission was denied on the object '%s', database 'cdcsnap', schema 'cdc'.", name))
 }
 
 // lsnTime answers sys.fn_cdc_map_lsn_to_time: a datetime, the fake's UTC
@@ -949,9 +972,8 @@ func (h *handler) wall(t time.Time) time.Time {
 // progress rows (tran_id 0x00) count only when the statement does not
 // leave them out: it answers what the text asks.
 func (h *handler) clockBack(ctx context.Context, sql string, a args, w *tdsserver.ResponseWriter) error {
-	if h.opts.DenyChangeTables {
-		// A login without SELECT on schema cdc (FACTS.md F11).
-		return w.Error(229, 14, 5, "The SELECT permission was denied on the object 'lsn_time_mapping', database 'cdcsnap', schema 'cdc'.")
+	if !h.maySelect(ctx, "lsn_time_mapping") {
+		return deniedSelect(w, "lsn_time_mapping")
 	}
 	var upTo lsn.LSN
 	var start, end time.Time
@@ -1482,8 +1504,14 @@ func (h *handler) changes(ctx context.Context, sql string, a args, w *tdsserver.
 	if err != nil {
 		return w.Error(208, 16, 1, fmt.Sprintf("Invalid object name 'cdc.%s'.", object))
 	}
-	if r.changeTable && (h.opts.DenyChangeTables || h.changeTableDenied(ctx, ci)) {
-		return w.Error(229, 14, 5, fmt.Sprintf("The SELECT permission was denied on the object '%s', database 'cdcsnap', schema 'cdc'.", object))
+	if r.changeTable {
+		// The change table, then cdc.lsn_time_mapping, which the
+		// statement joins for commit times.
+		for _, o := range []string{object, "lsn_time_mapping"} {
+			if !h.maySelect(ctx, o) {
+				return deniedSelect(w, o)
+			}
+		}
 	}
 	if !r.changeTable {
 		// The change function checks the interval (FACTS.md F09).

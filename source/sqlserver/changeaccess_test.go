@@ -23,7 +23,7 @@ func TestChangeAccessNamesWhatIsMissing(t *testing.T) {
 		wantDenied []string // substrings of the refusal; nil: not refused
 	}{
 		{"both granted", []any{int64(1), int64(1)}, false, nil},
-		{"change table denied", []any{int64(0), int64(1)}, false, []string{"may not SELECT from cdc.[dbo_Orders_CT] (HAS_PERMS_BY_NAME)", "GRANT SELECT ON SCHEMA::cdc TO <login> (or SELECT on cdc.[dbo_Orders_CT] and cdc.lsn_time_mapping)"}},
+		{"change table denied", []any{int64(0), int64(1)}, false, []string{"may not SELECT from cdc.[dbo_Orders_CT] (HAS_PERMS_BY_NAME)", "GRANT SELECT ON cdc.[dbo_Orders_CT] TO <user>; GRANT SELECT ON cdc.lsn_time_mapping TO <user> (<user>: the login's database user; not GRANT SELECT ON SCHEMA::cdc"}},
 		{"change table unseen", []any{nil, int64(1)}, false, []string{"may not SELECT from cdc.[dbo_Orders_CT] (HAS_PERMS_BY_NAME)"}},
 		{"mapping denied", []any{int64(1), int64(0)}, false, []string{"may not SELECT from cdc.lsn_time_mapping (HAS_PERMS_BY_NAME)"}},
 		{"both denied", []any{int64(0), int64(0)}, false, []string{"may not SELECT from cdc.[dbo_Orders_CT] and cdc.lsn_time_mapping"}},

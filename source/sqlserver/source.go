@@ -119,9 +119,10 @@ func (o Options) lockTimeout() time.Duration {
 }
 
 // ErrChangeTableDenied means the login may not read a capture instance's
-// change table, cdc.[<capture instance>_CT], and Options.AllowChangeFunction
-// is not set. Grant SELECT on schema cdc (or on the change table) to the
-// login.
+// change table, cdc.[<capture instance>_CT], or cdc.lsn_time_mapping,
+// which the change read joins, and Options.AllowChangeFunction is not set.
+// Grant SELECT on both tables to the login's database user; the error
+// names the two statements.
 var ErrChangeTableDenied = errors.New("the login may not read the change table")
 
 // ErrZoneUnknown means the source cannot tell the zone the server keeps
@@ -311,7 +312,7 @@ func (s *Source) clockBack(ctx context.Context, start, end time.Time, upTo lsn.L
 		s.clockBackNo = true
 		s.mu.Unlock()
 		if !logged {
-			s.log.WarnContext(ctx, "sqlserver: the login may not read cdc.lsn_time_mapping: commit times in an hour a fall-back repeats are read the first time, an hour early after the clock went back; GRANT SELECT ON SCHEMA::cdc", "error", err)
+			s.log.WarnContext(ctx, "sqlserver: the login may not read cdc.lsn_time_mapping: commit times in an hour a fall-back repeats are read the first time, an hour early after the clock went back; GRANT SELECT ON cdc.lsn_time_mapping TO <user> (the login's database user)", "error", err)
 		}
 		return lsn.LSN{}, false, nil
 	}
@@ -668,10 +669,14 @@ func changeTableName(ci string) string {
 	return "cdc." + ct
 }
 
-// grantHint names the grant that lets a login read ci's changes from its
-// change table (README, "Permissions").
+// grantHint names the grants that let a login read ci's changes from its
+// change table, which the read joins to cdc.lsn_time_mapping (README,
+// step 3). GRANT goes to a database user, not a login. A grant on schema
+// cdc would do too, but it reads every instance's change table directly,
+// past the gating role and the captured columns' grants that CDC's query
+// functions check (FACTS.md F19), so the hint warns against it.
 func grantHint(ci string) string {
-	return fmt.Sprintf("GRANT SELECT ON SCHEMA::cdc TO <login> (or SELECT on %s and cdc.lsn_time_mapping)", changeTableName(ci))
+	return fmt.Sprintf("GRANT SELECT ON %s TO <user>; GRANT SELECT ON cdc.lsn_time_mapping TO <user> (<user>: the login's database user; not GRANT SELECT ON SCHEMA::cdc, which lets it read every capture instance's changes whatever its gating role)", changeTableName(ci))
 }
 
 // LSNTime returns sys.fn_cdc_map_lsn_to_time(l) as an instant in UTC,
@@ -1230,10 +1235,10 @@ func (s *Source) queryChanges(ctx context.Context, q querier, ci *source.Capture
 			return nil, false, err
 		}
 		if !s.opts.AllowChangeFunction {
-			return nil, false, fmt.Errorf("%w cdc.[%s_CT]: %s; cdc.fn_cdc_get_all_changes_%s has no __$command_id and orders a transaction's rows by __$seqval, which the documentation says not to use for ordering (FACTS.md F10, F54), so it is read only with Options.AllowChangeFunction: %w", ErrChangeTableDenied, ci.Name, grantHint(ci.Name), ci.Name, err)
+			return nil, false, fmt.Errorf("%w %s (or cdc.lsn_time_mapping, which the read joins): %s; cdc.fn_cdc_get_all_changes_%s has no __$command_id and orders a transaction's rows by __$seqval, which the documentation says not to use for ordering (FACTS.md F10, F54), so it is read only with Options.AllowChangeFunction: %w", ErrChangeTableDenied, changeTableName(ci.Name), grantHint(ci.Name), ci.Name, err)
 		}
 		if st.refused == "" {
-			s.log.WarnContext(ctx, "sqlserver: the login may not read the change table: reading changes through cdc.fn_cdc_get_all_changes_<capture instance> (Options.AllowChangeFunction), which has no __$command_id and orders a transaction's rows by __$seqval (FACTS.md F10, F54). GRANT SELECT ON SCHEMA::cdc to the login", "capture_instance", ci.Name, "change_table", "cdc."+ci.Name+"_CT", "reason", err.Error())
+			s.log.WarnContext(ctx, "sqlserver: the login may not read the change table: reading changes through cdc.fn_cdc_get_all_changes_<capture instance> (Options.AllowChangeFunction), which has no __$command_id and orders a transaction's rows by __$seqval (FACTS.md F10, F54). "+grantHint(ci.Name), "capture_instance", ci.Name, "change_table", changeTableName(ci.Name), "reason", err.Error())
 		}
 		if slices.ContainsFunc(changeTableDenied, func(n int32) bool { return isServerError(err, n) }) {
 			s.rememberChangeTable(ci.Name, err.Error())
