@@ -110,6 +110,11 @@ INSERT INTO dbo.snap_nc (id, code, v) SELECT n, 1000 - n, n FROM dbo.nums WHERE 
 CREATE TABLE dbo.snap_gated (id int NOT NULL PRIMARY KEY, v int NULL);
 INSERT INTO dbo.snap_gated (id, v) VALUES (1, 1);
 CREATE ROLE cdc_gate;
+-- README's least-privilege recipe (step 3 of "Against your SQL Server"),
+-- run as written by TestREADMEGrants on this table and its gating role.
+CREATE TABLE dbo.snap_readme (id int NOT NULL PRIMARY KEY, v int NULL);
+INSERT INTO dbo.snap_readme (id, v) SELECT n, n FROM dbo.nums WHERE n <= 100;
+CREATE ROLE cdc_readme;
 GO
 DECLARE @t sysname;
 EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'snap_int', @role_name = NULL, @capture_instance = N'dbo_snap_int';
@@ -128,6 +133,7 @@ EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'snap_keyu
 EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'snap_stream', @role_name = NULL;
 EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'snap_nc', @role_name = NULL;
 EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'snap_gated', @role_name = N'cdc_gate';
+EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'snap_readme', @role_name = N'cdc_readme';
 GO
 -- A job change takes effect only after the job is stopped and started
 -- again (sys.sp_cdc_change_job, Remarks).
