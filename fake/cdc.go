@@ -330,19 +330,24 @@ func (db *DB) readableLocked(name string) (*instance, error) {
 // 0x00…, so MinLSN and ReadChanges return a *source.AccessError. The
 // table's rows stay readable (that is SELECT on the table). GrantChanges
 // gives the right back.
-func (db *DB) DenyChanges(instanceName string) error { return db.setDenied(instanceName, true) }
+func (db *DB) DenyChanges(instanceName string) error {
+	return db.setInstance(instanceName, func(in *instance) { in.denied = true })
+}
 
 // GrantChanges undoes DenyChanges.
-func (db *DB) GrantChanges(instanceName string) error { return db.setDenied(instanceName, false) }
+func (db *DB) GrantChanges(instanceName string) error {
+	return db.setInstance(instanceName, func(in *instance) { in.denied = false })
+}
 
-func (db *DB) setDenied(name string, denied bool) error {
+// setInstance applies set to the named capture instance under the lock.
+func (db *DB) setInstance(name string, set func(*instance)) error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	in, err := db.instanceLocked(name)
 	if err != nil {
 		return err
 	}
-	in.denied = denied
+	set(in)
 	return nil
 }
 
@@ -360,23 +365,12 @@ var ErrChangeTableDenied = errors.New("fake: the login may not read the change t
 // F11, F54). internal/tdsfake answers a read of that change table with
 // error 229. GrantChangeTable gives it back.
 func (db *DB) DenyChangeTable(instanceName string) error {
-	return db.setChangeTable(instanceName, true)
+	return db.setInstance(instanceName, func(in *instance) { in.noCT = true })
 }
 
 // GrantChangeTable undoes DenyChangeTable.
 func (db *DB) GrantChangeTable(instanceName string) error {
-	return db.setChangeTable(instanceName, false)
-}
-
-func (db *DB) setChangeTable(name string, denied bool) error {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	in, err := db.instanceLocked(name)
-	if err != nil {
-		return err
-	}
-	in.noCT = denied
-	return nil
+	return db.setInstance(instanceName, func(in *instance) { in.noCT = false })
 }
 
 // changeTableDenied is the error of a read of in's change table after

@@ -23,7 +23,7 @@ func TestLeastPrivilegeGrantsOverTheWire(t *testing.T) {
 	ctx := context.Background()
 	db := bigTable(t, 10)
 	lsns := commitInserts(t, db, 3)
-	read := func(grants []string) (int, error) {
+	read := func(grants []string) (int64, error) {
 		src, _, _ := serve(t, db, tdsfake.Options{CDCGrants: grants}, sqlserver.Options{})
 		ci, err := src.CaptureInstance(ctx, "dbo_big")
 		if err != nil {
@@ -33,12 +33,7 @@ func TestLeastPrivilegeGrantsOverTheWire(t *testing.T) {
 		if err != nil {
 			return 0, err
 		}
-		defer rr.Release()
-		n := 0
-		for rr.Next() {
-			n += int(rr.RecordBatch().NumRows())
-		}
-		return n, rr.Err()
+		return count(rr)
 	}
 	_, err := read([]string{"dbo_big_CT"})
 	if !errors.Is(err, sqlserver.ErrChangeTableDenied) {
@@ -93,14 +88,10 @@ func TestREADMEGrantsOverTheWire(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := 0
+		var n int64
 		rr, readErr := src.ReadChanges(ctx, ci, ci.StartLSN, lsns[2])
 		if readErr == nil {
-			for rr.Next() {
-				n += int(rr.RecordBatch().NumRows())
-			}
-			readErr = rr.Err()
-			rr.Release()
+			n, readErr = count(rr)
 		}
 		switch {
 		case drop < 0 && (denied != nil || readErr != nil || n != 3):
