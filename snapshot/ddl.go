@@ -160,7 +160,8 @@ func schemaChange(ctx context.Context, src source.Source, captureInstance string
 	e := &SchemaChangeError{CaptureInstance: captureInstance, From: from, To: to, Err: refusal}
 	// A retype reaches the change table when the capture job reaches its
 	// DDL (FACTS.md F62), which can be above the max LSN the batch reads
-	// up to (a DDL is no commit): every retype from the batch's start on.
+	// up to (no commit time maps to a DDL's LSN, F65, so the max LSN need
+	// not pass it): every retype from the batch's start on.
 	for _, d := range ddlHistory(ctx, src, captureInstance, log) {
 		if d.RequiredColumnUpdate && !d.LSN.Less(from) {
 			e.DDL = append(e.DDL, d)

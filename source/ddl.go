@@ -20,7 +20,9 @@ type DDL struct {
 	SourceTable  string `json:"source_table"`
 	// Command is the statement as SQL Server recorded it (ddl_command).
 	Command string `json:"ddl_command"`
-	// LSN is ddl_lsn. It is no commit's LSN: no commit time maps to it.
+	// LSN is ddl_lsn, the LSN of the DDL's commit (cdc.ddl_history). No
+	// commit time maps to it: cdc.lsn_time_mapping has rows only for
+	// transactions with change rows (FACTS.md F65).
 	LSN lsn.LSN `json:"ddl_lsn"`
 	// Time is ddl_time, converted to UTC as commit times are.
 	Time time.Time `json:"ddl_time"`

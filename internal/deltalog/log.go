@@ -86,14 +86,27 @@ type State struct {
 	Domains  map[string]string      // domainMetadata: configuration by domain
 }
 
-// TypeWidening reports whether the table widens columns: the typeWidening
-// feature (or its preview) in its protocol and delta.enableTypeWidening set
+// TypeWidening reports whether the table widens columns: the stable
+// typeWidening feature in its protocol and delta.enableTypeWidening set
 // (PROTOCOL.md "Type Widening": the feature is active when both hold).
+// A table with only typeWidening-preview is not widened: the preview's
+// readers take fewer type changes (Delta 3.2 and 3.3: byte to short to
+// int, docs.delta.io "Delta type widening") and read each
+// delta.typeChanges entry's tableVersion, which Evolve does not write
+// (TypeWideningPreview).
 func (s *State) TypeWidening() bool {
-	if s.Meta == nil || !strings.EqualFold(s.Meta.Configuration["delta.enableTypeWidening"], "true") {
-		return false
-	}
-	return HasWriterFeature(s.Protocol, "typeWidening") || HasWriterFeature(s.Protocol, "typeWidening-preview")
+	return s.typeWideningEnabled() && HasWriterFeature(s.Protocol, "typeWidening")
+}
+
+// TypeWideningPreview reports whether the table has type widening
+// enabled under the preview feature only (typeWidening-preview), which
+// TypeWidening does not widen.
+func (s *State) TypeWideningPreview() bool {
+	return s.typeWideningEnabled() && !HasWriterFeature(s.Protocol, "typeWidening") && HasWriterFeature(s.Protocol, "typeWidening-preview")
+}
+
+func (s *State) typeWideningEnabled() bool {
+	return s.Meta != nil && strings.EqualFold(s.Meta.Configuration["delta.enableTypeWidening"], "true")
 }
 
 // EmptyState is the state of a table that does not exist yet.

@@ -244,6 +244,9 @@ func (t *Table) checkSchema(s *deltalog.State, schema *arrow.Schema) error {
 		return err
 	}
 	ns, changed, err := deltalog.Evolve(s.Schema, schema, s.TypeWidening(), s.Meta.PartitionColumns)
+	if err != nil && s.TypeWideningPreview() {
+		return fmt.Errorf("%w (the table has type widening only as the typeWidening-preview feature, whose readers, Delta 3.2 and 3.3, take fewer type changes and other metadata than the stable typeWidening this writer records: the sink widens only tables with typeWidening, Delta 4.0 and later)", err)
+	}
 	if err != nil || !changed {
 		return err
 	}
