@@ -683,7 +683,8 @@ func ReadRangeStatement(ci *source.CaptureInstance, r keyrange.Range) (Stmt, err
 // its key, so that a read cut by a transient error can go on after the
 // last key it returned: the key is unique, its index is known to be the
 // clustered one, and no key column is read converted (readExpr), so the
-// ORDER BY names the column itself. The pieces of a range are joined by
+// ORDER BY names the column itself. Without ORDER BY no order is
+// guaranteed (FACTS.md F95). The pieces of a range are joined by
 // UNION ALL, whose Concatenation keeps no order: SQL Server orders the
 // union by merging inputs that come sorted (a Merge Join's union), which
 // each piece's seek on the clustered index is, or by an explicit Sort,

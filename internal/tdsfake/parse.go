@@ -472,6 +472,7 @@ type rangeRead struct {
 	// starts its WHERE with, OBJECT_ID(@pN) = @pM (FACTS.md F93); "" for
 	// none.
 	guardName, guardID string
+	ordered            bool // it ends in ORDER BY the key
 }
 
 // cutGuard cuts the object guard off the front of a WHERE: its two
@@ -494,9 +495,8 @@ func cutGuard(where string) (name, id, rest string, ok bool) {
 func parseRangeRead(sql string) (rangeRead, error) {
 	var r rangeRead
 	if body, order, ok := strings.Cut(sql, "\nORDER BY "); ok {
-		// The key order (sqlserver.OrderedRange): the fake reads every
-		// range in key order.
-		sql = body
+		// The key order (sqlserver.OrderedRange).
+		sql, r.ordered = body, true
 		if strings.Contains(order, "\n") {
 			return r, fmt.Errorf("unexpected %q after ORDER BY", clip(order))
 		}

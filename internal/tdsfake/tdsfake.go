@@ -1420,8 +1420,16 @@ func (h *handler) readRange(ctx context.Context, conn uint64, sql string, a args
 	if res.post, err = castsOf(r.sel, a); err != nil {
 		return err
 	}
+	next := cur.Next
+	if !r.ordered {
+		page := h.opts.PageRows
+		if page <= 0 {
+			page = fake.DefaultBatchRows
+		}
+		next = unordered(cur, page)
+	}
 	for {
-		row, ok := cur.Next()
+		row, ok := next()
 		if !ok {
 			return cur.Err()
 		}
@@ -1432,6 +1440,33 @@ func (h *handler) readRange(ctx context.Context, conn uint64, sql string, a args
 		if err := w.Row(vals...); err != nil {
 			return err
 		}
+	}
+}
+
+// unordered returns cur's rows a page of n at a time, each page in reverse
+// key order: SQL Server guarantees no order of a result without ORDER BY
+// (FACTS.md F95), and a plan it picks may return a clustered index's rows
+// out of key order, so the fake does not lend such a read the key order
+// it reads in.
+func unordered(cur *fake.RowCursor, n int) func() ([]any, bool) {
+	var page [][]any
+	return func() ([]any, bool) {
+		if len(page) == 0 {
+			for len(page) < n {
+				row, ok := cur.Next()
+				if !ok {
+					break
+				}
+				page = append(page, row)
+			}
+			slices.Reverse(page)
+		}
+		if len(page) == 0 {
+			return nil, false
+		}
+		row := page[0]
+		page = page[1:]
+		return row, true
 	}
 }
 

@@ -52,6 +52,22 @@ SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] = CAST(@p1 AS i
 UNION ALL
 SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] > CAST(@p1 AS int);
 
+-- name: composite_clustered/whole
+SELECT [company], [id], [qty] FROM [dbo].[lines]
+ORDER BY [company], [id];
+
+-- name: composite_clustered/middle
+-- @p1 = bigint 3
+-- @p2 = bigint 500
+-- @p3 = bigint 7
+-- @p4 = bigint 20
+SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] = CAST(@p1 AS int) AND [id] >= CAST(@p2 AS bigint) AND (([company] < CAST(@p3 AS int)) OR ([company] = CAST(@p3 AS int) AND [id] < CAST(@p4 AS bigint)))
+UNION ALL
+SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] > CAST(@p1 AS int) AND [company] < CAST(@p3 AS int)
+UNION ALL
+SELECT [company], [id], [qty] FROM [dbo].[lines] WHERE [company] = CAST(@p3 AS int) AND [id] < CAST(@p4 AS bigint) AND [company] > CAST(@p1 AS int)
+ORDER BY [company], [id];
+
 -- name: varchar_greek/first
 -- @p1 = nvarchar N'Δέλτα'
 SELECT CAST([name] AS nvarchar(20)) AS [name], [v] FROM [dbo].[snap_greek] WHERE [name] < CAST(@p1 COLLATE Greek_CI_AS AS varchar(20));
