@@ -144,6 +144,8 @@ func boundExpr(c source.Column, v any, param string) (arg any, expr string, err 
 			if !ValidCollation(c.Collation) {
 				return nil, "", fmt.Errorf("sqlserver: key column %q (%s) has no usable collation (%q): its bounds would convert in the database default code page", c.Name, decl, c.Collation)
 			}
+			// ReadRange first checks that it converts back unchanged
+			// (BoundCheckStatement, FACTS.md F96).
 			return x, "CAST(" + param + " COLLATE " + c.Collation + " AS " + decl + ")", nil
 		}
 		return x, cast, nil

@@ -363,6 +363,16 @@ func (t *table) parsePred(s string, a args) (pred, error) {
 	if err != nil {
 		return pred{}, fmt.Errorf("predicate %q: %w", clip(s), err)
 	}
+	// A char/varchar bound converts in its collation's code page, losing
+	// what the code page lacks (FACTS.md F29, F96).
+	if _, rest, ok := strings.Cut(expr, " COLLATE "); ok && (strings.Contains(rest, " AS varchar(") || strings.Contains(rest, " AS char(")) {
+		if s, ok := raw.(string); ok {
+			collation, _, _ := strings.Cut(rest, " ")
+			if raw, err = convertBound(collation, s); err != nil {
+				return pred{}, err
+			}
+		}
+	}
 	v, err := keyValue(t.key[col], raw)
 	if err != nil {
 		return pred{}, err

@@ -319,6 +319,8 @@ func (h *handler) serve(ctx context.Context, req *tdsserver.Request, w *tdsserve
 		return h.spaceUsed(ctx, a, w)
 	case strings.HasPrefix(sql, "SELECT (SELECT MIN("), strings.HasPrefix(sql, "SELECT CAST((SELECT MIN("):
 		return h.intKeyBounds(ctx, sql, w)
+	case strings.HasPrefix(sql, "SELECT CAST(CAST(CAST(@p") && strings.Contains(sql, " COLLATE "):
+		return h.boundCheck(sql, a, w)
 	}
 	// The reads, which take row locks.
 	read := func() error {

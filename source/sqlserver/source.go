@@ -845,6 +845,9 @@ func (s *Source) ReadRange(ctx context.Context, ci *source.CaptureInstance, r ke
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkBounds(ctx, ci, r, opts.Isolation); err != nil {
+		return nil, err
+	}
 	o, err := s.decodeOptions(ctx, ci.Columns, false)
 	if err != nil {
 		return nil, err

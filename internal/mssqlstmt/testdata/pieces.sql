@@ -81,6 +81,11 @@ SELECT CAST([name] AS nvarchar(20)) AS [name], [v] FROM [dbo].[snap_greek] WHERE
 -- @p1 = nvarchar N'Λάμδα'
 SELECT CAST([name] AS nvarchar(20)) AS [name], [v] FROM [dbo].[snap_greek] WHERE [name] >= CAST(@p1 COLLATE Greek_CI_AS AS varchar(20));
 
+-- name: varchar_greek/bound_check
+-- @p1 = nvarchar N'Δέλτα'
+-- @p2 = nvarchar N'Λάμδα'
+SELECT CAST(CAST(CAST(@p1 COLLATE Greek_CI_AS AS varchar(20)) AS nvarchar(20)) AS varbinary(40)) AS [b1], CAST(CAST(CAST(@p2 COLLATE Greek_CI_AS AS varchar(20)) AS nvarchar(20)) AS varbinary(40)) AS [b2];
+
 -- name: nvarchar/middle
 -- @p1 = nvarchar N'Ana'
 -- @p2 = nvarchar N'Zoë'
