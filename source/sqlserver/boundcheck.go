@@ -26,18 +26,9 @@ func (s *Source) checkBounds(ctx context.Context, ci *source.CaptureInstance, r 
 	if err != nil || len(vals) == 0 {
 		return err
 	}
-	var rs resultSet
-	err = s.retrying(ctx, newRetrier(s.opts.Retry), OpReadRange, ci.Name, func() error {
-		cn, err := s.acquire(ctx, iso)
-		if err != nil {
-			return err
-		}
-		rs, err = s.run(ctx, cn.c, "checking the key bounds of "+ci.Name, st)
-		cn.release(err != nil && (ctx.Err() != nil || Transient(err)))
-		return err
-	})
+	rs, err := s.queryRetrying(ctx, iso, OpReadRange, ci.Name, "checking the key bounds of "+ci.Name, st)
 	if err != nil {
-		return markTransient(ctx, err)
+		return err
 	}
 	return parseBoundCheck(ci.Name, r, vals, rs)
 }

@@ -809,20 +809,28 @@ func (s *Source) SeekKey(ctx context.Context, ci *source.CaptureInstance, iso so
 	if err != nil {
 		return nil, false, err
 	}
+	rs, err := s.queryRetrying(ctx, iso, OpSeekKey, ci.Name, "seeking the key of "+ci.Name, st)
+	if err != nil {
+		return nil, false, err
+	}
+	return parseSeekKey(ci, rs, o.guidConversion)
+}
+
+// queryRetrying runs st on a connection of its own under iso, retrying
+// transient errors as operation op on capture instance ci; what names
+// the statement in errors.
+func (s *Source) queryRetrying(ctx context.Context, iso source.Isolation, op, ci, what string, st mssqlstmt.Stmt) (resultSet, error) {
 	var rs resultSet
-	err = s.retrying(ctx, newRetrier(s.opts.Retry), OpSeekKey, ci.Name, func() error {
+	err := s.retrying(ctx, newRetrier(s.opts.Retry), op, ci, func() error {
 		cn, err := s.acquire(ctx, iso)
 		if err != nil {
 			return err
 		}
-		rs, err = s.run(ctx, cn.c, "seeking the key of "+ci.Name, st)
+		rs, err = s.run(ctx, cn.c, what, st)
 		cn.release(err != nil && (ctx.Err() != nil || Transient(err)))
 		return err
 	})
-	if err != nil {
-		return nil, false, markTransient(ctx, err)
-	}
-	return parseSeekKey(ci, rs, o.guidConversion)
+	return rs, markTransient(ctx, err)
 }
 
 func (s *Source) batchRows(n int) int {
