@@ -111,17 +111,20 @@ type ddlRun struct {
 	src          source.Source
 	dst          *fake.MemSink
 	opts         DDLOptions
-	names        int                // columns named so far
-	instances    int                // capture instances enabled after the first
-	types        map[int]string     // column_id -> its type now
-	dropped      map[int]lsn.LSN    // column_id -> the LSN of its DROP
-	cur          string             // the capture instance the stream reads
-	next         lsn.LSN            // the first LSN the stream reads next
-	batch        int64              // the stream's last batch id
-	from         lsn.LSN            // the newest snapshot's LSN: the image starts there
-	typeWidening bool               // the sink's table widens types
-	left         map[string]lsn.LSN // capture instance -> the first LSN the stream read from its successor
-	log          []string           // what happened, for a failure's message
+	names        int                                // columns named so far
+	instances    int                                // capture instances enabled after the first
+	types        map[int]string                     // column_id -> its type now
+	dropped      map[int]lsn.LSN                    // column_id -> the LSN of its DROP
+	cur          string                             // the capture instance the stream reads
+	next         lsn.LSN                            // the first LSN the stream reads next
+	batch        int64                              // the stream's last batch id
+	from         lsn.LSN                            // the newest snapshot's LSN: the image starts there
+	typeWidening bool                               // the sink's table widens types
+	left         map[string]lsn.LSN                 // capture instance -> the first LSN the stream read from its successor
+	began        map[string]lsn.LSN                 // capture instance -> the first LSN the stream read from it
+	owed         map[string]string                  // change rows the bronze table must hold (changeKey) -> their instance
+	enabled      map[string]*source.CaptureInstance // each instance as enabled: its columns outlive it (F59)
+	log          []string                           // what happened, for a failure's message
 }
 
 const ddlTable = "t"
@@ -130,7 +133,8 @@ const ddlTable = "t"
 // the case's history when the oracle does not hold.
 func RunDDL(t testing.TB, r *rand.Rand, opts DDLOptions) {
 	t.Helper()
-	d := &ddlRun{t: t, r: r, ctx: context.Background(), opts: opts, types: map[int]string{}, dropped: map[int]lsn.LSN{}, left: map[string]lsn.LSN{}, dst: fake.NewMemSink()}
+	d := &ddlRun{t: t, r: r, ctx: context.Background(), opts: opts, types: map[int]string{}, dropped: map[int]lsn.LSN{}, left: map[string]lsn.LSN{},
+		began: map[string]lsn.LSN{}, owed: map[string]string{}, enabled: map[string]*source.CaptureInstance{}, dst: fake.NewMemSink()}
 	defer func() { d.dst.Close() }()
 	d.db = fake.New(fake.Options{ReportChangeTableTypes: r.IntN(2) == 0, SingletonKeyUpdates: opts.SingletonKeyUpdates})
 	key := fake.ColumnDef{Name: "id", Type: "int"}
@@ -152,6 +156,7 @@ func RunDDL(t testing.TB, r *rand.Rand, opts DDLOptions) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	d.enabled[d.cur] = d.instance(d.cur)
 	for _, c := range info.Columns {
 		d.types[c.ID] = c.Declared()
 	}
@@ -191,6 +196,7 @@ func RunDDL(t testing.TB, r *rand.Rand, opts DDLOptions) {
 	}
 	d.db.RunCaptureJob()
 	d.poll()
+	d.owe(d.cur, d.next)
 	d.check()
 }
 
@@ -402,6 +408,7 @@ func (d *ddlRun) recover(fit int) bool {
 	}
 	d.dst.Close()
 	d.dst = fake.NewMemSink()
+	d.owed = map[string]string{} // the rows owed were the old table's
 	d.typeWidening = d.r.IntN(3) == 0
 	d.dst.SetTypeWidening(d.typeWidening)
 	d.logf("a new bronze table")
@@ -438,6 +445,7 @@ func (d *ddlRun) snapshot(ci string, again bool) {
 			d.fatalf("snapshot of %s: %v", ci, err)
 		}
 		d.cur, d.next, d.from = ci, from, res.LSN
+		d.began[ci] = from
 		d.logf("whole snapshot of %s at %s: %d rows", ci, res.LSN, res.Rows)
 		return
 	}
@@ -447,6 +455,7 @@ func (d *ddlRun) snapshot(ci string, again bool) {
 		d.fatalf("chunked snapshot of %s: %v", ci, err)
 	}
 	d.cur, d.next, d.from = ci, from, res.LSN
+	d.began[ci] = from
 	for range d.r.IntN(3) {
 		d.dml()
 	}
@@ -598,11 +607,51 @@ func (d *ddlRun) enableSecond() {
 	}
 	d.instances++
 	name := fmt.Sprintf("dbo_t_v%d", d.instances+1)
+	// Half the time a change lands just below the new instance's start
+	// and the stream switches before it polls past it: the switch alone
+	// must then read the old instance up to S - 1 (C1).
+	early := d.r.IntN(2) == 0
+	if early {
+		d.oneChange()
+	}
 	ci, err := d.db.EnableCDC("dbo", ddlTable, name)
 	if err != nil {
 		d.fatalf("enable %s: %v", name, err)
 	}
+	d.enabled[name] = ci
 	d.logf("enable %s at %s, columns %v", name, ci.StartLSN, columnNames(ci))
+	if early {
+		d.dml()
+		d.db.RunCaptureJob()
+		d.switchInstance()
+	}
+}
+
+// oneChange commits a transaction of one row change: its start_lsn is
+// the last LSN the fake assigned.
+func (d *ddlRun) oneChange() {
+	info := d.table()
+	rows, err := d.db.Rows("dbo", ddlTable)
+	if err != nil {
+		d.fatalf("%v", err)
+	}
+	tx := d.db.Begin()
+	if len(rows) > 0 {
+		key := rows[d.r.IntN(len(rows))][0]
+		err = tx.Update("dbo", ddlTable, []any{key}, d.rowWith(d.r, info, key))
+	} else {
+		var id any
+		if !d.opts.Identity {
+			id = int64(d.r.IntN(60))
+		}
+		err = tx.Insert("dbo", ddlTable, d.rowWith(d.r, info, id))
+	}
+	if err != nil {
+		d.fatalf("one change: %v", err)
+	}
+	if _, err := tx.Commit(); err != nil {
+		d.fatalf("one change: %v", err)
+	}
 }
 
 func columnNames(ci *source.CaptureInstance) []string {
@@ -661,7 +710,35 @@ func (d *ddlRun) switchInstance() {
 	}
 	d.logf("switch %s -> %s at %s: %d rows of %s, next %s", d.cur, to, res.At, res.Last.Rows, d.cur, res.Next)
 	d.left[d.cur] = res.Next
+	d.owe(d.cur, res.Next)
 	d.cur, d.next = res.To, res.Next
+	d.began[res.To] = res.Next
+}
+
+// changeKey names a change row as the bronze table stamps it.
+func changeKey(at, seq string, op int64) string { return fmt.Sprintf("%s/%s/%d", at, seq, op) }
+
+// owe records that every change row of instance ci from where the stream
+// began reading it up to below to must be in the bronze table: the stream
+// read ci over that span, whatever it read after (C1). It reads the
+// change table now, before the instance can be disabled.
+func (d *ddlRun) owe(ci string, to lsn.LSN) {
+	in := d.instance(ci)
+	from, ok := d.began[ci]
+	if in == nil || !ok || !from.Less(to) {
+		return
+	}
+	last, err := to.Prev()
+	if err != nil {
+		d.fatalf("%v", err)
+	}
+	held, err := d.db.ChangeRows(d.ctx, in, from, last)
+	if err != nil {
+		d.fatalf("change rows of %s from %s to %s: %v", ci, from, last, err)
+	}
+	for _, c := range held {
+		d.owed[changeKey(c.StartLSN.String(), c.Seqval.String(), int64(c.Operation))] = ci
+	}
 }
 
 // disableOld disables the instance the stream no longer reads.
@@ -711,11 +788,15 @@ func (d *ddlRun) check() {
 		name, _ := b[sink.ColCaptureInstance].(string)
 		ci, seen := captured[name]
 		if !seen {
-			ci = d.instance(name)
+			// A disabled instance's columns are those it was enabled
+			// with: captured columns never change (F59).
+			if ci = d.instance(name); ci == nil {
+				ci = d.enabled[name]
+			}
 			captured[name] = ci
 		}
 		if ci == nil {
-			continue // a disabled instance: its columns are no longer known
+			d.fatalf("key %s: its bronze row names capture instance %q, which was never enabled", k, name)
 		}
 		at, _ := b[sink.ColStartLSN].(string)
 		for _, c := range ci.Columns {
@@ -739,9 +820,15 @@ func (d *ddlRun) check() {
 
 // checkChanges holds the change rows to the switch: each change of the
 // source is in the bronze table once, from the instance that held it
-// (_capture_instance), and an instance the stream left holds no row at or
-// above where the stream moved on.
+// (_capture_instance), an instance the stream left holds no row at or
+// above where the stream moved on, and every change row of each instance
+// the stream read over its span is there (owe).
 func (d *ddlRun) checkChanges(rows []map[string]any) {
+	defer func() {
+		for k, ci := range d.owed {
+			d.fatalf("change %s of %s, which the stream read over, is not in the bronze table", k, ci)
+		}
+	}()
 	seen := map[string]string{}
 	for _, r := range rows {
 		op, _ := r[sink.ColOperation].(int64)
@@ -751,6 +838,7 @@ func (d *ddlRun) checkChanges(rows []map[string]any) {
 		at, _ := r[sink.ColStartLSN].(string)
 		seq, _ := r[sink.ColSeqval].(string)
 		ci, _ := r[sink.ColCaptureInstance].(string)
+		delete(d.owed, changeKey(at, seq, op))
 		k := fmt.Sprintf("%s/%s/%d/%s", at, seq, op, number(r["id"]))
 		if other, ok := seen[k]; ok {
 			d.fatalf("change %s is in the bronze table twice, from %s and %s", k, other, ci)
