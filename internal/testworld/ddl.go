@@ -438,7 +438,7 @@ func (d *ddlRun) snapshot(ci string, again bool) {
 	if d.r.IntN(2) == 0 {
 		opts := snapshot.Options{CaptureInstance: ci, Partitions: 1 + d.r.IntN(4), MinPartitionRows: -1, Resnapshot: again, ReadOptions: snapshot.ReadOptions{BatchRows: 1 + d.r.IntN(7)}}
 		from, res, err := snapshot.Bootstrap(d.ctx, d.src, d.dst, opts)
-		for tries := 0; errors.Is(err, snapshot.ErrStale) && tries < 3; tries++ {
+		for tries := 0; (errors.Is(err, snapshot.ErrStale) || d.pending(err)) && tries < 3; tries++ {
 			from, res, err = snapshot.Bootstrap(d.ctx, d.src, d.dst, opts)
 		}
 		if err != nil {
@@ -451,6 +451,9 @@ func (d *ddlRun) snapshot(ci string, again bool) {
 	}
 	opts := snapshot.BackfillOptions{CaptureInstance: ci, Chunks: 1 + d.r.IntN(4), Resnapshot: again, ReadOptions: snapshot.ReadOptions{BatchRows: 1 + d.r.IntN(7)}}
 	from, res, err := snapshot.BootstrapBackfill(d.ctx, d.src, d.dst, opts)
+	if d.pending(err) {
+		from, res, err = snapshot.BootstrapBackfill(d.ctx, d.src, d.dst, opts)
+	}
 	if err != nil {
 		d.fatalf("chunked snapshot of %s: %v", ci, err)
 	}
@@ -459,11 +462,66 @@ func (d *ddlRun) snapshot(ci string, again bool) {
 	for range d.r.IntN(3) {
 		d.dml()
 	}
+	if d.r.IntN(3) == 0 {
+		// DDL while the chunked snapshot is open (C3): its waves must
+		// read a dropped column as NULL and stop on a changed type.
+		d.ddlStep()
+	}
 	opts.Resnapshot = false
-	if res, err = snapshot.Backfill(d.ctx, d.src, d.dst, opts); err != nil {
+	res, err = snapshot.Backfill(d.ctx, d.src, d.dst, opts)
+	for tries := 0; errors.Is(err, snapshot.ErrColumnsChanged) && tries < 3; tries++ {
+		var ce *snapshot.ColumnsChangedError
+		errors.As(err, &ce)
+		if ce == nil {
+			d.fatalf("backfill of %s: %v", ci, err)
+		}
+		d.logf("backfill of %s stopped: pending %v, replan %v: %v", ci, ce.Pending, ce.Replan, err)
+		if ce.Pending {
+			d.db.RunCaptureJob() // the user's way: retry once the job has run
+		}
+		if ce.Replan {
+			// The user's way: a new chunked snapshot, which reads the
+			// columns as they are now, if the bronze table takes them.
+			if fit, _ := d.fit(); fit != fitOK && d.recover(fit) {
+				return
+			}
+			opts.Resnapshot = true
+		}
+		res, err = snapshot.Backfill(d.ctx, d.src, d.dst, opts)
+		opts.Resnapshot = false
+		if err == nil && ce.Replan {
+			d.from = res.LSN // the image starts at the new snapshot
+		}
+	}
+	if err != nil {
 		d.fatalf("backfill of %s: %v", ci, err)
 	}
 	d.logf("chunked snapshot of %s at %s: %d chunks", ci, res.LSN, res.Chunks)
+}
+
+// pending reports whether err says a captured type lags the table's
+// (the capture job has not reached an ALTER COLUMN) and, if so, takes
+// the user's way: it runs the capture job, so the snapshot can be retried.
+func (d *ddlRun) pending(err error) bool {
+	var ce *snapshot.ColumnsChangedError
+	if !errors.As(err, &ce) || !ce.Pending {
+		return false
+	}
+	d.logf("snapshot refused until the capture job runs: %v", err)
+	d.db.RunCaptureJob()
+	return true
+}
+
+// ddlStep runs one random DDL on the table: add, drop or retype.
+func (d *ddlRun) ddlStep() {
+	switch d.r.IntN(3) {
+	case 0:
+		d.addColumn()
+	case 1:
+		d.dropColumn()
+	default:
+		d.retype()
+	}
 }
 
 // dmlBetweenPages commits DML after some pages of a read.
