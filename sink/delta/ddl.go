@@ -39,15 +39,20 @@ func switchAppPrefixOf(to string, created time.Time) string {
 // snapshot.Switch records its start S before it appends the old
 // instance's last changes, and a rerun takes S from here, not from the
 // instance's start_lsn, which cleanup raises (snapshot.SwitchRecorder). A
-// switch recorded already is not recorded again.
+// switch recorded already for the instance is kept, whatever at says.
 func (t *Table) RecordSwitch(ctx context.Context, to string, created time.Time, at lsn.LSN) error {
-	appID := switchAppPrefix + switchAppPrefixOf(to, created) + at.String()
+	prefix := switchAppPrefix + switchAppPrefixOf(to, created)
+	appID := prefix + at.String()
 	_, err := t.commit(ctx, func(s *deltalog.State, v int64) ([]deltalog.Action, error) {
 		if s.Version < 0 {
 			return nil, errors.New("the table does not exist yet")
 		}
-		if _, ok := s.Txns[appID]; ok {
-			return nil, errNoop
+		// The first S recorded for the instance stays: a rerun's S (its
+		// start_lsn, which cleanup raises) is not recorded beside it.
+		for id := range s.Txns {
+			if strings.HasPrefix(id, prefix) {
+				return nil, errNoop
+			}
 		}
 		acts := []deltalog.Action{{CommitInfo: commitInfo("WRITE", fmt.Sprintf(`{"switch_to":%q,"at":%q}`, to, at), map[string]any{"mode": "Append"})}}
 		return append(acts, deltalog.Action{Txn: &deltalog.Txn{AppID: appID, Version: v, LastUpdated: time.Now().UnixMilli()}}), nil
