@@ -24,6 +24,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"gocloud.dev/blob"
@@ -540,7 +541,12 @@ func (l *Log) readCheckpoint(ctx context.Context, s *State, keys []string) error
 // checkpointActions decodes a checkpoint Parquet file: each top-level
 // column (add, remove, metaData, protocol, txn) is marshalled by Arrow to
 // JSON and decoded like a JSON commit's action.
-func checkpointActions(ctx context.Context, b []byte) ([]Action, error) {
+func checkpointActions(ctx context.Context, b []byte) (acts []Action, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			acts, err = nil, corruptParquet(p)
+		}
+	}()
 	pf, err := file.NewParquetReader(bytes.NewReader(b))
 	if err != nil {
 		return nil, err
@@ -555,7 +561,6 @@ func checkpointActions(ctx context.Context, b []byte) ([]Action, error) {
 		return nil, err
 	}
 	defer tbl.Release()
-	var acts []Action
 	for i := 0; i < int(tbl.NumCols()); i++ {
 		col := tbl.Column(i)
 		name := col.Name()
@@ -582,6 +587,23 @@ func checkpointActions(ctx context.Context, b []byte) ([]Action, error) {
 		}
 	}
 	return acts, nil
+}
+
+// OpenParquet opens a Parquet file with arrow-go's reader, whose footer
+// decoding panics on some corrupt files (v18.9.0: parquet/schema makes a
+// slice of a negative child count; found by fuzzing): a file in a table
+// that is not the Parquet it claims to be is an error, never a crash.
+func OpenParquet(r parquet.ReaderAtSeeker) (pf *file.Reader, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			pf, err = nil, corruptParquet(p)
+		}
+	}()
+	return file.NewParquetReader(r)
+}
+
+func corruptParquet(p any) error {
+	return fmt.Errorf("not a readable Parquet file (the reader failed: %v)", p)
 }
 
 func marshalColumn(arr arrow.Array) ([]json.RawMessage, error) {

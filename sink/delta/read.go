@@ -183,7 +183,7 @@ func (r *tableReader) open(a deltalog.AddFile) error {
 	if err != nil {
 		return fmt.Errorf("delta: opening %s: %w", a.Path, err)
 	}
-	pf, err := file.NewParquetReader(ra)
+	pf, err := deltalog.OpenParquet(ra)
 	if err != nil {
 		return fmt.Errorf("delta: opening %s: %w", a.Path, err)
 	}
