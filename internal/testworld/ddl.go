@@ -100,6 +100,12 @@ type DDLOptions struct {
 	// Identity makes the key a numeric(18,0) IDENTITY and adds a
 	// rowversion column (FACTS.md F64).
 	Identity bool
+	// CaptureEvery makes the capture job lag: it catches up only after
+	// every CaptureEvery commits or DDL (fake.Options.CaptureEvery), so
+	// sys.fn_cdc_get_max_lsn and the captured types trail the table,
+	// which always shows what is committed (FACTS.md F06, F62). Zero
+	// means after each.
+	CaptureEvery int
 	// SingletonKeyUpdates runs the fake under trace flag 8207
 	// (fake.Options.SingletonKeyUpdates): an update that moves a row to
 	// another key, which dml makes when the key is not an identity, is
@@ -145,7 +151,7 @@ func RunDDL(t testing.TB, r *rand.Rand, opts DDLOptions) {
 	d := &ddlRun{t: t, r: r, ctx: context.Background(), opts: opts, types: map[int]string{}, dropped: map[int]lsn.LSN{}, left: map[string]lsn.LSN{},
 		began: map[string]lsn.LSN{}, owed: map[string]string{}, enabled: map[string]*source.CaptureInstance{}, dst: fake.NewMemSink()}
 	defer func() { d.dst.Close() }()
-	d.db = fake.New(fake.Options{ReportChangeTableTypes: r.IntN(2) == 0, SingletonKeyUpdates: opts.SingletonKeyUpdates})
+	d.db = fake.New(fake.Options{ReportChangeTableTypes: r.IntN(2) == 0, SingletonKeyUpdates: opts.SingletonKeyUpdates, CaptureEvery: opts.CaptureEvery})
 	key := fake.ColumnDef{Name: "id", Type: "int"}
 	if opts.Identity {
 		key = fake.ColumnDef{Name: "id", Type: "numeric(18,0)", Identity: true}
@@ -203,10 +209,32 @@ func RunDDL(t testing.TB, r *rand.Rand, opts DDLOptions) {
 			d.snapshot(d.cur, true)
 		}
 	}
-	d.db.RunCaptureJob()
-	d.poll()
+	d.catchUp()
 	d.owe(d.cur, d.next)
 	d.check()
+}
+
+// catchUp runs the capture job and polls until the stream has read every
+// commit: a poll the bronze table refuses takes a new snapshot, whose DML
+// between pages commits after the job ran, and the oracle compares the
+// table with the source only once the stream has read that DML too.
+func (d *ddlRun) catchUp() {
+	d.db.RunCaptureJob()
+	d.poll()
+	for tries := 0; ; tries++ {
+		d.db.RunCaptureJob()
+		maxLSN, err := d.db.MaxLSN(d.ctx)
+		if err != nil {
+			d.fatalf("%v", err)
+		}
+		if maxLSN.Less(d.next) {
+			return
+		}
+		if tries == 10 {
+			d.fatalf("the stream at %s does not catch up with the max LSN %s", d.next, maxLSN)
+		}
+		d.poll()
+	}
 }
 
 func (d *ddlRun) logf(format string, args ...any) {
@@ -261,6 +289,7 @@ func (d *ddlRun) dmlWith(r *rand.Rand) {
 		d.fatalf("%v", err)
 	}
 	tx := d.db.Begin()
+	var ops []string
 	used := map[string]bool{}
 	for range 1 + r.IntN(4) {
 		op := r.IntN(3)
@@ -282,7 +311,9 @@ func (d *ddlRun) dmlWith(r *rand.Rand) {
 				}
 				used[fmt.Sprint(id)] = true
 			}
-			err = tx.Insert("dbo", ddlTable, d.rowWith(r, info, id))
+			row := d.rowWith(r, info, id)
+			ops = append(ops, fmt.Sprintf("ins %v", row))
+			err = tx.Insert("dbo", ddlTable, row)
 		case op == 1:
 			to := key
 			if nk := int64(r.IntN(60)); !d.opts.Identity && r.IntN(3) == 0 && !used[fmt.Sprint(nk)] &&
@@ -290,17 +321,23 @@ func (d *ddlRun) dmlWith(r *rand.Rand) {
 				to = nk
 				used[fmt.Sprint(nk)] = true
 			}
-			err = tx.Update("dbo", ddlTable, []any{key}, d.rowWith(r, info, to))
+			row := d.rowWith(r, info, to)
+			ops = append(ops, fmt.Sprintf("upd %v->%v", key, row))
+			err = tx.Update("dbo", ddlTable, []any{key}, row)
 		default:
+			ops = append(ops, fmt.Sprintf("del %v", key))
 			err = tx.Delete("dbo", ddlTable, []any{key})
 		}
 		if err != nil {
 			d.fatalf("dml: %v", err)
 		}
 	}
-	if _, err := tx.Commit(); err != nil {
+	at, err := tx.Commit()
+	if err != nil {
 		d.fatalf("dml commit: %v", err)
 	}
+	maxLSN, _ := d.db.MaxLSN(d.ctx)
+	d.logf("DML at %s: %s (max LSN %s)", at, strings.Join(ops, ", "), maxLSN)
 }
 
 // appender is the stream's sink.
@@ -434,6 +471,11 @@ func (d *ddlRun) snapshot(ci string, again bool) {
 		// The bronze table cannot take a column: a snapshot is refused
 		// before anything is read.
 		_, _, err := snapshot.Bootstrap(d.ctx, d.src, d.dst, snapshot.Options{CaptureInstance: ci, Resnapshot: again})
+		if d.pending(err) {
+			// A captured type lags the table's: refused before that.
+			d.snapshot(ci, again)
+			return
+		}
 		if !errors.Is(err, fake.ErrSchema) {
 			d.fatalf("a snapshot with a column the table cannot take: %v", err)
 		}
@@ -447,8 +489,11 @@ func (d *ddlRun) snapshot(ci string, again bool) {
 	if d.r.IntN(2) == 0 {
 		opts := snapshot.Options{CaptureInstance: ci, Partitions: 1 + d.r.IntN(4), MinPartitionRows: -1, Resnapshot: again, ReadOptions: snapshot.ReadOptions{BatchRows: 1 + d.r.IntN(7)}}
 		from, res, err := snapshot.Bootstrap(d.ctx, d.src, d.dst, opts)
-		for tries := 0; (errors.Is(err, snapshot.ErrStale) || d.pending(err)) && tries < 3; tries++ {
+		for tries := 0; errors.Is(err, snapshot.ErrStale) && tries < 3; tries++ {
 			from, res, err = snapshot.Bootstrap(d.ctx, d.src, d.dst, opts)
+		}
+		if d.snapshotAgain(ci, again, err, stop) {
+			return
 		}
 		if err != nil {
 			d.fatalf("snapshot of %s: %v", ci, err)
@@ -460,8 +505,8 @@ func (d *ddlRun) snapshot(ci string, again bool) {
 	}
 	opts := snapshot.BackfillOptions{CaptureInstance: ci, Chunks: 1 + d.r.IntN(4), Resnapshot: again, ReadOptions: snapshot.ReadOptions{BatchRows: 1 + d.r.IntN(7)}}
 	from, res, err := snapshot.BootstrapBackfill(d.ctx, d.src, d.dst, opts)
-	if d.pending(err) {
-		from, res, err = snapshot.BootstrapBackfill(d.ctx, d.src, d.dst, opts)
+	if d.snapshotAgain(ci, again, err, stop) {
+		return
 	}
 	if err != nil {
 		d.fatalf("chunked snapshot of %s: %v", ci, err)
@@ -491,6 +536,11 @@ func (d *ddlRun) snapshot(ci string, again bool) {
 		d.logf("backfill of %s stopped: pending %v, replan %v: %v", ci, ce.Pending, ce.Replan, err)
 		if ce.Pending {
 			d.db.RunCaptureJob() // the user's way: retry once the job has run
+			// The captured types are the table's now: the bronze table
+			// may not take them.
+			if fit, _ := d.fit(); fit != fitOK && d.recover(fit) {
+				return
+			}
 		}
 		if ce.Replan {
 			// The user's way: a new chunked snapshot, which reads the
@@ -514,7 +564,9 @@ func (d *ddlRun) snapshot(ci string, again bool) {
 
 // pending reports whether err says a captured type lags the table's
 // (the capture job has not reached an ALTER COLUMN) and, if so, takes
-// the user's way: it runs the capture job, so the snapshot can be retried.
+// the user's way: it runs the capture job, so the snapshot can be retried
+// in the captured types the job reached, which the bronze table may not
+// take (fit).
 func (d *ddlRun) pending(err error) bool {
 	var ce *snapshot.ColumnsChangedError
 	if !errors.As(err, &ce) || !ce.Pending {
@@ -522,6 +574,36 @@ func (d *ddlRun) pending(err error) bool {
 	}
 	d.logf("snapshot refused until the capture job runs: %v", err)
 	d.db.RunCaptureJob()
+	if errs := d.db.CaptureErrors(); len(errs) > 0 {
+		d.fatalf("the capture job stopped: %v", errs) // this property makes no narrowing the change rows do not fit
+	}
+	return true
+}
+
+// snapshotAgain reports whether a lagging capture job explains err, and
+// if so stops the DML between pages and takes the snapshot again: the
+// snapshot was refused because a captured type lags the table's (pending
+// runs the job), or because the job passed a retype during the read (DML
+// between pages runs it) and the bronze table refuses the new captured
+// type (the user's way on is taken first: recover).
+func (d *ddlRun) snapshotAgain(ci string, again bool, err error, stop func()) bool {
+	if d.pending(err) {
+		stop()
+		d.snapshot(ci, again) // in the captured types the job reached
+		return true
+	}
+	if !errors.Is(err, fake.ErrSchema) {
+		return false
+	}
+	fit, bad := d.fit()
+	if fit == fitOK {
+		return false
+	}
+	stop()
+	d.logf("snapshot of %s refused: the capture job retyped column %s during the read", ci, bad)
+	if !d.recover(fit) {
+		d.snapshot(ci, again)
+	}
 	return true
 }
 
