@@ -233,7 +233,7 @@ func (e *ColumnsChangedError) Error() string {
 	}
 	switch {
 	case e.Pending:
-		b.WriteString(". The capture job has not processed that ALTER COLUMN yet, and a read cast to the captured type would truncate or round the table's values: nothing was read. Retry once sys.fn_cdc_get_max_lsn() has passed the DDL; if sys.dm_cdc_errors shows error 2628 or 8115 for it (a narrowing the change table's rows do not fit), consume the instance's changes, then disable and enable it again (Known issues and errors with CDC)")
+		b.WriteString(". The capture job has not processed that ALTER COLUMN yet, so the table's type and the captured type differ: a read cast to the captured type could truncate or round a widened column's values, and one in the table's type would not be the type the change table takes once the job passes the DDL. Nothing was read. Retry once sys.fn_cdc_get_max_lsn() has passed the DDL; if sys.dm_cdc_errors shows error 2628 or 8115 for it (a narrowing the change table's rows do not fit), consume the instance's changes, then disable and enable it again (Known issues and errors with CDC)")
 	case e.Replan:
 		b.WriteString(". The chunked snapshot reads with the columns it was planned with, and nothing of this wave was committed: take a new chunked snapshot (BackfillOptions{Resnapshot: true}), whose chunks supersede this one's, next to the stream")
 	default:
