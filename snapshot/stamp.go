@@ -185,7 +185,7 @@ func (s *stamper) Next() bool {
 
 // grow makes every constant array at least n long.
 func (s *stamper) grow(n int) error {
-	if n <= s.capacity {
+	if n <= s.capacity && s.capacity > 0 { // a batch of 0 rows needs the arrays too
 		return nil
 	}
 	capacity := max(n, 2*s.capacity, 1024)
