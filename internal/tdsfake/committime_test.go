@@ -12,6 +12,7 @@ import (
 
 	"github.com/cdcsnap/cdcsnap/fake"
 	"github.com/cdcsnap/cdcsnap/internal/tdsfake"
+	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/source"
 	"github.com/cdcsnap/cdcsnap/source/sqlserver"
 )
@@ -65,14 +66,7 @@ func dstDB(t *testing.T, commits []commitAt) *fake.DB {
 func changeCommitTimes(t *testing.T, src source.Source, db *fake.DB) []time.Time {
 	t.Helper()
 	ctx := context.Background()
-	ci, err := db.CaptureInstance(ctx, "dbo_t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	max, err := db.MaxLSN(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ci, max := instanceToMax(t, db)
 	rr, err := src.ReadChanges(ctx, ci, ci.StartLSN, max)
 	if err != nil {
 		t.Fatal(err)
@@ -188,14 +182,7 @@ func TestCommitTimesCrossDaylightSavingChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := dstDB(t, dstCommits())
-	ci, err := db.CaptureInstance(ctx, "dbo_t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	max, err := db.MaxLSN(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ci, max := instanceToMax(t, db)
 	truth, err := db.ChangeRows(ctx, ci, ci.StartLSN, max)
 	if err != nil {
 		t.Fatal(err)
@@ -275,4 +262,19 @@ func TestAzureSQLDatabaseZoneIsNotGuessed(t *testing.T) {
 	if got, err := utc.LSNTime(ctx, max); err != nil || !got.Equal(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)) {
 		t.Fatalf("LSNTime on Azure SQL Database naming UTC: %s, %v", got, err)
 	}
+}
+
+// instanceToMax returns capture instance dbo_t and the database's max LSN.
+func instanceToMax(t *testing.T, db *fake.DB) (*source.CaptureInstance, lsn.LSN) {
+	t.Helper()
+	ctx := context.Background()
+	ci, err := db.CaptureInstance(ctx, "dbo_t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	max, err := db.MaxLSN(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ci, max
 }
