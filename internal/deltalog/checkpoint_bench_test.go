@@ -57,7 +57,7 @@ func BenchmarkCheckpoint(b *testing.B) {
 		}
 		b.ResetTimer()
 		for range b.N {
-			acts, err := checkpointActions(ctx, data)
+			acts, err := checkpointActions(data)
 			if err != nil || len(acts) != int(actions) {
 				b.Fatalf("%d actions (%v), want %v", len(acts), err, actions)
 			}
