@@ -21,7 +21,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/apache/arrow-go/v18/parquet/file"
 	"gocloud.dev/blob"
 
 	"github.com/cdcsnap/cdcsnap/internal/pqfile"
@@ -543,7 +542,7 @@ func (l *Log) readCheckpoint(ctx context.Context, s *State, keys []string) error
 // typed copies of statistics and partition values are skipped: the
 // action's JSON fields carry them.
 func checkpointActions(b []byte) ([]Action, error) {
-	pf, err := file.NewParquetReader(bytes.NewReader(b))
+	pf, err := pqfile.Open(bytes.NewReader(b))
 	if err != nil {
 		return nil, err
 	}

@@ -61,7 +61,7 @@ func writeFuzzSeed(f *testing.F, sc *scenario) []byte {
 func FuzzReader(f *testing.F) {
 	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		pf, err := file.NewParquetReader(bytes.NewReader(b))
+		pf, err := Open(bytes.NewReader(b))
 		if err != nil {
 			return
 		}
@@ -101,7 +101,7 @@ func FuzzReader(f *testing.F) {
 func FuzzJSONColumns(f *testing.F) {
 	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		pf, err := file.NewParquetReader(bytes.NewReader(b))
+		pf, err := Open(bytes.NewReader(b))
 		if err != nil {
 			return
 		}

@@ -34,10 +34,16 @@ import (
 // integers, booleans, string maps and string lists, beside typed copies of
 // the statistics that a reader skips (Delta PROTOCOL, "Checkpoint Schema":
 // stats_parsed, partitionValues_parsed).
-func JSONColumns(pf *file.Reader, columns []string, skip []string) ([][]json.RawMessage, error) {
+// A panic of arrow-go's decoders on a corrupt page becomes the error.
+func JSONColumns(pf *file.Reader, columns []string, skip []string) (out [][]json.RawMessage, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, corrupt(p)
+		}
+	}()
 	sc := pf.MetaData().Schema
 	root := sc.Root()
-	out := make([][]json.RawMessage, len(columns))
+	out = make([][]json.RawMessage, len(columns))
 	rows := int(pf.NumRows())
 	for ci, name := range columns {
 		idx := root.FieldIndexByName(name)

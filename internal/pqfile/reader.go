@@ -31,6 +31,25 @@ type Reader struct {
 	mem    memory.Allocator
 }
 
+// Open reads the footer of the Parquet file r, as file.NewParquetReader
+// does, but returns an error where arrow-go panics on a corrupt footer
+// (arrow-go v18.9.0 parquet/schema.FromParquet makes a slice of a
+// negative child count; FuzzReader found it).
+func Open(r parquet.ReaderAtSeeker, opts ...file.ReadOption) (pf *file.Reader, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			pf, err = nil, corrupt(p)
+		}
+	}()
+	return file.NewParquetReader(r, opts...)
+}
+
+// ErrCorrupt is the error (under errors.Is) for a file arrow-go's reader
+// panicked on.
+var ErrCorrupt = errors.New("pqfile: corrupt Parquet file")
+
+func corrupt(p any) error { return fmt.Errorf("%w: %v", ErrCorrupt, p) }
+
 // NewReader reads the schema of pf. Values are allocated from mem (nil:
 // Go's allocator).
 func NewReader(pf *file.Reader, mem memory.Allocator) (*Reader, error) {
@@ -156,7 +175,13 @@ func (rr *RecordReader) Record() arrow.RecordBatch { return rr.cur }
 func (rr *RecordReader) Err() error { return rr.err }
 
 // Next reads the next batch: false at the end of the file or on error.
-func (rr *RecordReader) Next() bool {
+// A panic of arrow-go's decoders on a corrupt page becomes the error.
+func (rr *RecordReader) Next() (ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			rr.err, ok = corrupt(p), false
+		}
+	}()
 	if rr.cur != nil {
 		rr.cur.Release()
 		rr.cur = nil

@@ -184,7 +184,7 @@ func (r *tableReader) open(a deltalog.AddFile) error {
 	if err != nil {
 		return fmt.Errorf("delta: opening %s: %w", a.Path, err)
 	}
-	pf, err := file.NewParquetReader(ra)
+	pf, err := pqfile.Open(ra)
 	if err != nil {
 		return fmt.Errorf("delta: opening %s: %w", a.Path, err)
 	}
