@@ -27,11 +27,14 @@ import (
 // dictionary encoder once and its indices written. Same calls, same
 // bytes: the tests compare the files with pqarrow's.
 
-// leafWriter writes leaf columns, reusing one buffer for converted values
+// leafWriter writes leaf columns, reusing buffers for converted values
 // (the column writers copy what they are given: encoders into their
-// buffers, statistics into their own slices).
+// buffers, statistics into their own slices). The integer buffers are
+// typed, not views of the byte buffer, which may be unaligned.
 type leafWriter struct {
 	scratch []byte
+	ints32  []int32
+	ints64  []int64
 }
 
 // bytes returns the scratch buffer with room for n bytes.
@@ -43,11 +46,17 @@ func (lw *leafWriter) bytes(n int) []byte {
 }
 
 func (lw *leafWriter) int32s(n int) []int32 {
-	return arrow.Int32Traits.CastFromBytes(lw.bytes(arrow.Int32Traits.BytesRequired(n)))
+	if cap(lw.ints32) < n {
+		lw.ints32 = make([]int32, n)
+	}
+	return lw.ints32[:n]
 }
 
 func (lw *leafWriter) int64s(n int) []int64 {
-	return arrow.Int64Traits.CastFromBytes(lw.bytes(arrow.Int64Traits.BytesRequired(n)))
+	if cap(lw.ints64) < n {
+		lw.ints64 = make([]int64, n)
+	}
+	return lw.ints64[:n]
 }
 
 // write gives arr, a leaf's values, to cw with the leaf's levels (nil when
