@@ -170,17 +170,9 @@ func buildNode(sc *schema.Schema, n schema.Node, def, rep int16, skip []string) 
 		}
 	default:
 		j.kind = structKind
-		for i := range g.NumFields() {
-			f := g.Field(i)
-			if contains(skip, f.Name()) {
-				j.children = append(j.children, nil)
-				continue
-			}
-			c, err := buildNode(sc, f, def, rep, skip)
-			if err != nil {
-				return nil, err
-			}
-			j.children = append(j.children, c)
+		var err error
+		if j.children, err = structFields(sc, g, def, rep, skip); err != nil {
+			return nil, err
 		}
 	}
 	return j, nil
@@ -195,19 +187,29 @@ func buildElement(sc *schema.Schema, n schema.Node, def, rep int16, skip []strin
 		return leafNode(sc, j, n)
 	}
 	j.kind = structKind
+	var err error
+	if j.children, err = structFields(sc, g, def, rep, skip); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// structFields describes the fields of struct g (nil for a skipped one).
+func structFields(sc *schema.Schema, g *schema.GroupNode, def, rep int16, skip []string) ([]*jnode, error) {
+	var out []*jnode
 	for i := range g.NumFields() {
 		f := g.Field(i)
 		if contains(skip, f.Name()) {
-			j.children = append(j.children, nil)
+			out = append(out, nil)
 			continue
 		}
 		c, err := buildNode(sc, f, def, rep, skip)
 		if err != nil {
 			return nil, err
 		}
-		j.children = append(j.children, c)
+		out = append(out, c)
 	}
-	return j, nil
+	return out, nil
 }
 
 func leafNode(sc *schema.Schema, j *jnode, n schema.Node) (*jnode, error) {
