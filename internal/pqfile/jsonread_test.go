@@ -128,7 +128,11 @@ func sameJSON(t *testing.T, b []byte, columns, skip []string) {
 // maps, several row groups and pages, read as pqarrow reads them and
 // arrow-go marshals them; with fields skipped, the same without them.
 func TestJSONColumnsAsPqarrow(t *testing.T) {
-	for seed := range uint64(200) {
+	seeds := uint64(200)
+	if raceEnabled {
+		seeds = 40 // 200 take minutes under the race detector
+	}
+	for seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 50))
 			sc := randomNestedScenarioOf(r, jsonLeaves)
