@@ -11,7 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/cdcsnap/cdcsnap/internal/pqfile"
 )
 
 // checkpointSchema is the classic checkpoint's schema (Delta PROTOCOL,
@@ -108,9 +109,7 @@ func (l *Log) WriteCheckpoint(ctx context.Context, s *State, parts int) error {
 		if err != nil {
 			return fmt.Errorf("delta: building checkpoint: %w", err)
 		}
-		var buf bytes.Buffer
-		props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy))
-		err = pqarrow.WriteTable(array.NewTableFromRecords(schema, []arrow.RecordBatch{rec}), &buf, int64(max(len(chunk), 1)), props, pqarrow.DefaultWriterProps())
+		buf, err := writeCheckpointPart(schema, rec)
 		rec.Release()
 		if err != nil {
 			return fmt.Errorf("delta: writing checkpoint: %w", err)
@@ -134,4 +133,24 @@ func (l *Log) WriteCheckpoint(ctx context.Context, s *State, parts int) error {
 	}
 	l.logger().Debug("checkpoint written", "version", s.Version, "parts", parts, "actions", len(rows))
 	return nil
+}
+
+// writeCheckpointPart writes rec as one Parquet file of one row group,
+// Snappy-compressed with arrow-go's codec: the bytes pqarrow.WriteTable
+// wrote for it (internal/pqfile's tests hold the writer to that).
+func writeCheckpointPart(schema *arrow.Schema, rec arrow.RecordBatch) (*bytes.Buffer, error) {
+	var buf bytes.Buffer
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithMaxRowGroupLength(max(rec.NumRows(), 1)))
+	w, err := pqfile.NewWriterEncoder(schema, &buf, props, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Write(rec); err != nil {
+		_ = w.Close()
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return &buf, nil
 }

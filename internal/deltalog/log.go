@@ -21,13 +21,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"gocloud.dev/blob"
+
+	"github.com/cdcsnap/cdcsnap/internal/pqfile"
 )
 
 // LogDir is the folder of the transaction log below the table root.
@@ -496,7 +492,7 @@ func (l *Log) readCheckpoint(ctx context.Context, s *State, keys []string) error
 		if strings.HasSuffix(key, ".json") {
 			acts, err = ParseCommit(key, b) // a UUID-named checkpoint in JSON
 		} else {
-			acts, err = checkpointActions(ctx, b)
+			acts, err = checkpointActions(b)
 		}
 		if err != nil {
 			return &CorruptLogError{File: key, Err: err}
@@ -538,88 +534,45 @@ func (l *Log) readCheckpoint(ctx context.Context, s *State, keys []string) error
 	return nil
 }
 
-// checkpointActions decodes a checkpoint Parquet file: each top-level
-// column (add, remove, metaData, protocol, txn) is marshalled by Arrow to
-// JSON and decoded like a JSON commit's action.
-func checkpointActions(ctx context.Context, b []byte) (acts []Action, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			acts, err = nil, corruptParquet(p)
-		}
-	}()
-	pf, err := file.NewParquetReader(bytes.NewReader(b))
+// checkpointActions decodes a checkpoint Parquet file: each row's value
+// of each action column a reader applies (add, remove, metaData,
+// protocol, txn, domainMetadata, sidecar; Delta PROTOCOL, "Checkpoints")
+// becomes JSON, as arrow-go marshals the column pqarrow reads, and is
+// decoded like a JSON commit's action; columns in the file's order. The
+// typed copies of statistics and partition values are skipped: the
+// action's JSON fields carry them.
+func checkpointActions(b []byte) ([]Action, error) {
+	pf, err := pqfile.Open(bytes.NewReader(b))
 	if err != nil {
 		return nil, err
 	}
 	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10}, memory.DefaultAllocator)
-	if err != nil {
-		return nil, err
-	}
-	tbl, err := fr.ReadTable(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer tbl.Release()
-	for i := 0; i < int(tbl.NumCols()); i++ {
-		col := tbl.Column(i)
-		name := col.Name()
-		switch name {
+	var names []string
+	root := pf.MetaData().Schema.Root()
+	for i := range root.NumFields() {
+		switch n := root.Field(i).Name(); n {
 		case "add", "remove", "metaData", "protocol", "txn", "domainMetadata", "sidecar":
-		default:
-			continue
+			names = append(names, n)
 		}
-		for _, chunk := range col.Data().Chunks() {
-			raw, err := marshalColumn(chunk)
-			if err != nil {
+	}
+	cols, err := pqfile.JSONColumns(pf, names, []string{"stats_parsed", "partitionValues_parsed"})
+	if err != nil {
+		return nil, err
+	}
+	var acts []Action
+	for i, name := range names {
+		for _, r := range cols[i] {
+			if r == nil {
+				continue
+			}
+			var a Action
+			if err := json.Unmarshal([]byte(`{"`+name+`":`+string(r)+`}`), &a); err != nil {
 				return nil, fmt.Errorf("column %s: %w", name, err)
 			}
-			for _, r := range raw {
-				if len(r) == 0 || string(r) == "null" {
-					continue
-				}
-				var a Action
-				if err := json.Unmarshal([]byte(`{"`+name+`":`+string(r)+`}`), &a); err != nil {
-					return nil, fmt.Errorf("column %s: %w", name, err)
-				}
-				acts = append(acts, a)
-			}
+			acts = append(acts, a)
 		}
 	}
 	return acts, nil
-}
-
-// OpenParquet opens a Parquet file with arrow-go's reader, whose footer
-// decoding panics on some corrupt files (v18.9.0: parquet/schema makes a
-// slice of a negative child count; found by fuzzing): a file in a table
-// that is not the Parquet it claims to be is an error, never a crash.
-func OpenParquet(r parquet.ReaderAtSeeker) (pf *file.Reader, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			pf, err = nil, corruptParquet(p)
-		}
-	}()
-	return file.NewParquetReader(r)
-}
-
-func corruptParquet(p any) error {
-	return fmt.Errorf("not a readable Parquet file (the reader failed: %v)", p)
-}
-
-func marshalColumn(arr arrow.Array) ([]json.RawMessage, error) {
-	st, ok := arr.(*array.Struct)
-	if !ok {
-		return nil, fmt.Errorf("want a struct column, have %s", arr.DataType())
-	}
-	b, err := st.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	var raw []json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return nil, err
-	}
-	return raw, nil
 }
 
 // supportedReaderFeature reports table features this reader may ignore.

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -239,4 +240,89 @@ func freshGoMod(t *testing.T, goBin, root string) ([]byte, error) {
 	}
 	fmt.Fprintf(&b, ")\n\nreplace github.com/cdcsnap/cdcsnap => %s\n", root)
 	return []byte(b.String()), nil
+}
+
+// heavyPackages are packages the README's program must not link: arrow-go's
+// Flight (gRPC and protobuf with it), which pqarrow imports for the Arrow
+// schema it stores in a footer (arrow-go v18.9.0 parquet/pqarrow/schema.go
+// and file_writer.go), and pqarrow itself. internal/pqfile writes and
+// reads Parquet without them.
+var heavyPackages = []string{"github.com/apache/arrow-go/v18/arrow/flight", "github.com/apache/arrow-go/v18/parquet/pqarrow"}
+
+// grpcImporters are the packages of the program allowed to import
+// google.golang.org/grpc: gocloud.dev/blob's retry helper imports gax-go
+// for its backoff (gocloud.dev v0.49.0 internal/retry/retry.go), and
+// gax-go imports gRPC, so every gocloud.dev program links it. Nothing else
+// may bring it in.
+var grpcImporters = []string{"github.com/googleapis/gax-go/v2"}
+
+// TestProgramLinksNoFlight lists the packages the usage program links
+// (go list -deps) and fails when arrow-go's Flight or pqarrow is among
+// them, or when a package other than grpcImporters imports gRPC.
+func TestProgramLinksNoFlight(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command on PATH: %v", err)
+	}
+	root := repoRoot(t)
+	prog := filepath.Join(t.TempDir(), "main.go")
+	if err := os.WriteFile(prog, program(t, root), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), goBin, "list", "-deps", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", prog)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, &stderr)
+	}
+	bad, n := linkedHeavy(string(out))
+	if n < 100 {
+		t.Fatalf("go list -deps listed %d packages; want the program's whole closure", n)
+	}
+	for _, b := range bad {
+		t.Error(b)
+	}
+}
+
+// linkedHeavy reads go list lines ("package import import ...") and
+// returns what breaks the rule, and how many packages there are.
+func linkedHeavy(list string) (bad []string, packages int) {
+	for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		packages++
+		pkg := fields[0]
+		for _, h := range heavyPackages {
+			if pkg == h || strings.HasPrefix(pkg, h+"/") {
+				bad = append(bad, "the program links "+pkg)
+			}
+		}
+		for _, imp := range fields[1:] {
+			if imp == "google.golang.org/grpc" && !slices.Contains(grpcImporters, pkg) {
+				bad = append(bad, pkg+" imports google.golang.org/grpc")
+			}
+		}
+	}
+	return bad, packages
+}
+
+func TestLinkedHeavy(t *testing.T) {
+	bad, n := linkedHeavy("main fmt github.com/cdcsnap/cdcsnap/sink/delta\n" +
+		"github.com/apache/arrow-go/v18/parquet/pqarrow github.com/apache/arrow-go/v18/arrow/flight\n" +
+		"github.com/apache/arrow-go/v18/arrow/flight/gen/flight google.golang.org/grpc\n" +
+		"github.com/googleapis/gax-go/v2 google.golang.org/grpc\n" +
+		"github.com/apache/arrow-go/v18/arrow/flightsql x\n")
+	want := []string{
+		"the program links github.com/apache/arrow-go/v18/parquet/pqarrow",
+		"the program links github.com/apache/arrow-go/v18/arrow/flight/gen/flight",
+		"github.com/apache/arrow-go/v18/arrow/flight/gen/flight imports google.golang.org/grpc",
+	}
+	if n != 5 || !slices.Equal(bad, want) {
+		t.Errorf("linkedHeavy = %q, %d; want %q, 5", bad, n, want)
+	}
 }

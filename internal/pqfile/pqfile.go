@@ -28,7 +28,6 @@ package pqfile
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -40,7 +39,6 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/klauspost/compress/s2"
 )
@@ -71,8 +69,9 @@ type Writer struct {
 	pqSchema *schema.Schema
 	props    *parquet.WriterProperties
 	meta     *metadata.FileMetaDataBuilder
-	ctx      context.Context // carries pqarrow's arrow write context
-	snappy   Encoder         // nil: arrow-go's registered codec
+	snappy   Encoder // nil: arrow-go's registered codec
+	leaves   []int   // the first leaf column of each field
+	lw       leafWriter
 
 	rg       *rowGroup // nil: none open
 	rgCount  int16
@@ -91,10 +90,13 @@ type rowGroup struct {
 // NewWriter starts a Parquet file on w for batches of schema s, written
 // with props. It writes the file's leading magic bytes.
 func NewWriter(s *arrow.Schema, w io.Writer, props *parquet.WriterProperties) (*Writer, error) {
-	return newWriter(s, w, props, FastSnappy)
+	return NewWriterEncoder(s, w, props, FastSnappy)
 }
 
-func newWriter(s *arrow.Schema, w io.Writer, props *parquet.WriterProperties, snappy Encoder) (*Writer, error) {
+// NewWriterEncoder is NewWriter with snappy as the Snappy encoder of data
+// pages; nil means arrow-go's registered codec, with which the file is
+// byte for byte what pqarrow.FileWriter writes.
+func NewWriterEncoder(s *arrow.Schema, w io.Writer, props *parquet.WriterProperties, snappy Encoder) (*Writer, error) {
 	if props == nil {
 		props = parquet.NewWriterProperties()
 	}
@@ -102,14 +104,18 @@ func newWriter(s *arrow.Schema, w io.Writer, props *parquet.WriterProperties, sn
 		return nil, errors.New("pqfile: encrypted files are not supported")
 	}
 	for _, f := range s.Fields() {
-		if err := flat(f.Type); err != nil {
+		if err := supported(f.Type); err != nil {
 			return nil, fmt.Errorf("pqfile: column %q: %w", f.Name, err)
 		}
 	}
-	arrowProps := pqarrow.DefaultWriterProps()
-	pqSchema, err := pqarrow.ToParquet(s, props, arrowProps)
+	pqSchema, err := parquetSchema(s, props)
 	if err != nil {
 		return nil, fmt.Errorf("pqfile: %w", err)
+	}
+	leaves := make([]int, s.NumFields())
+	for i, n := 0, 0; i < s.NumFields(); i++ {
+		leaves[i] = n
+		n += leafCount(s.Field(i).Type)
 	}
 	for i := 0; i < pqSchema.NumColumns(); i++ {
 		path := pqSchema.Column(i).Path()
@@ -121,7 +127,8 @@ func newWriter(s *arrow.Schema, w io.Writer, props *parquet.WriterProperties, sn
 		}
 	}
 	// The schema's metadata goes to the footer, as pqarrow.NewFileWriter
-	// does it.
+	// puts it (without the Arrow schema itself, which pqarrow stores only
+	// when asked).
 	kv := make(metadata.KeyValueMetadata, 0)
 	md := s.Metadata()
 	for i, k := range md.Keys() {
@@ -135,8 +142,8 @@ func newWriter(s *arrow.Schema, w io.Writer, props *parquet.WriterProperties, sn
 		pqSchema: pqSchema,
 		props:    props,
 		meta:     metadata.NewFileMetadataBuilder(pqSchema, props, kv),
-		ctx:      pqarrow.NewArrowWriteContext(context.Background(), &arrowProps),
 		snappy:   snappy,
+		leaves:   leaves,
 	}
 	if _, err := fw.sink.Write(magic); err != nil {
 		return nil, fmt.Errorf("pqfile: writing the magic bytes: %w", err)
@@ -144,8 +151,9 @@ func newWriter(s *arrow.Schema, w io.Writer, props *parquet.WriterProperties, sn
 	return fw, nil
 }
 
-// flat accepts the types pqfile writes: anything but nested ones.
-func flat(t arrow.DataType) error {
+// supported accepts the types pqfile writes: primitives, dictionaries of
+// them, and structs, lists and maps of those; no extension types.
+func supported(t arrow.DataType) error {
 	switch t := t.(type) {
 	case *arrow.DictionaryType:
 		if _, ok := t.ValueType.(arrow.NestedType); ok {
@@ -154,10 +162,41 @@ func flat(t arrow.DataType) error {
 		return nil
 	case arrow.ExtensionType:
 		return fmt.Errorf("extension type %s is not supported", t)
+	case *arrow.StructType:
+		for _, f := range t.Fields() {
+			if err := supported(f.Type); err != nil {
+				return err
+			}
+		}
+		return nil
+	case *arrow.ListType:
+		return supported(t.Elem())
+	case *arrow.MapType:
+		if err := supported(t.KeyType()); err != nil {
+			return err
+		}
+		return supported(t.ItemType())
 	case arrow.NestedType:
 		return fmt.Errorf("nested type %s is not supported", t)
 	}
 	return nil
+}
+
+// leafCount is the number of Parquet leaf columns of type t.
+func leafCount(t arrow.DataType) int {
+	switch t := t.(type) {
+	case *arrow.StructType:
+		n := 0
+		for _, f := range t.Fields() {
+			n += leafCount(f.Type)
+		}
+		return n
+	case *arrow.ListType:
+		return leafCount(t.Elem())
+	case *arrow.MapType:
+		return leafCount(t.KeyType()) + leafCount(t.ItemType())
+	}
+	return 1
 }
 
 // Write adds rec's rows to the open row group (opening one if none is),
@@ -233,20 +272,38 @@ func (w *Writer) writeRange(rec arrow.RecordBatch, off, size int64) error {
 	return nil
 }
 
-// writeColumn gives column i's values to its chunk writer with the
-// definition levels pqarrow's path builder computes for a flat column
-// (arrow-go v18.9.0 parquet/pqarrow/path_builder.go, addTerminalInfo and
-// writePath): none for a required column; for an optional one, 1 for a
-// value and 0 for a null, and the leaf counts as nullable only when it
-// holds nulls.
+// writeColumn gives column i's values to its chunk writers. A flat
+// column's definition levels are the ones pqarrow's path builder computes
+// for it (arrow-go v18.9.0 parquet/pqarrow/path_builder.go,
+// addTerminalInfo and writePath): none for a required column; for an
+// optional one, 1 for a value and 0 for a null, and the leaf counts as
+// nullable only when it holds nulls. A nested one is shredded (shred).
 func (w *Writer) writeColumn(i int, arr arrow.Array) error {
-	cw := w.rg.columns[i]
+	f := w.schema.Field(i)
+	if _, nested := f.Type.(arrow.NestedType); nested {
+		leaves, err := shred(f, arr, w.props.Allocator())
+		if err != nil {
+			return err
+		}
+		defer func() {
+			for j := range leaves {
+				leaves[j].release()
+			}
+		}()
+		for j, l := range leaves {
+			if err := w.lw.write(w.rg.columns[w.leaves[i]+j], l.values, l.def, l.rep, l.nullable); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	cw := w.rg.columns[w.leaves[i]]
 	if d, ok := arr.(*array.Dictionary); ok && d.Dictionary().NullN() > 0 {
 		// pqarrow refuses these too (path_builder.go, Visit).
 		return fmt.Errorf("%w: a dictionary array with a null in its dictionary", arrow.ErrNotImplemented)
 	}
-	if !w.schema.Field(i).Nullable {
-		return pqarrow.WriteArrowToColumn(w.ctx, cw, arr, nil, nil, false)
+	if !f.Nullable {
+		return w.lw.write(cw, arr, nil, nil, false)
 	}
 	n := arr.Len()
 	if cap(w.defLevel) < n {
@@ -269,7 +326,7 @@ func (w *Writer) writeColumn(i int, arr arrow.Array) error {
 			}
 		}
 	}
-	return pqarrow.WriteArrowToColumn(w.ctx, cw, arr, levels, nil, nulls > 0)
+	return w.lw.write(cw, arr, levels, nil, nulls > 0)
 }
 
 // RowGroupCompressedBytes is the open row group's size so far: its finished

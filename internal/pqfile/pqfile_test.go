@@ -181,7 +181,7 @@ func writePqarrow(t *testing.T, sc *scenario) []byte {
 func writePqfile(t *testing.T, sc *scenario, snappy Encoder) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	w, err := newWriter(sc.schema, &buf, sc.props(), snappy)
+	w, err := NewWriterEncoder(sc.schema, &buf, sc.props(), snappy)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,7 +424,7 @@ func TestNoEmptyRowGroups(t *testing.T) {
 // TestRejects: what pqfile does not write is refused before anything is
 // written, naming the column or the feature.
 func TestRejects(t *testing.T) {
-	nested := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String)}}, nil)
+	nested := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "tags", Type: arrow.LargeListOf(arrow.BinaryTypes.String)}}, nil)
 	flatS := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
 	for _, c := range []struct {
 		name  string
@@ -432,7 +432,7 @@ func TestRejects(t *testing.T) {
 		props *parquet.WriterProperties
 		want  string
 	}{
-		{"nested", nested, nil, `column "tags": nested type`},
+		{"nested", nested, nil, `column "tags": nested type large_list`},
 		{"extension", arrow.NewSchema([]arrow.Field{{Name: "u", Type: extensions.NewUUIDType()}}, nil), nil, `column "u": extension type`},
 		{"page index", flatS, parquet.NewWriterProperties(parquet.WithPageIndexEnabled(true)), `column "id": page indexes`},
 		{"bloom filter", flatS, parquet.NewWriterProperties(parquet.WithBloomFilterEnabled(true)), `column "id": bloom filters`},

@@ -149,3 +149,53 @@ func BenchmarkConstantColumns(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReadAll1M reads back a 1M-row bronze table (written once, in
+// two partitions) with ReadAll; it reports rows/s.
+func BenchmarkReadAll1M(b *testing.B) {
+	const rows = 1 << 20
+	schema, recs := benchRecords(b, rows)
+	ctx := context.Background()
+	tb, err := Open(ctx, b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tb.Close()
+	info := sink.Info{CaptureInstance: "dbo_Orders", LSN: mustLSN(b, "0x0000002A00000F380003"), CommitTS: baseTime, Schema: schema, PlanID: "bench"}
+	var parts []sink.Part
+	for w := range 2 {
+		rr, err := array.NewRecordReader(schema, recs[w*len(recs)/2:(w+1)*len(recs)/2])
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := tb.WritePartition(ctx, info, w, rr)
+		rr.Release()
+		if err != nil {
+			b.Fatal(err)
+		}
+		parts = append(parts, p)
+	}
+	for _, r := range recs {
+		r.Release()
+	}
+	if _, err := tb.CommitSnapshot(ctx, info, parts); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		rr, err := tb.ReadAll(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for rr.Next() {
+			n += int(rr.RecordBatch().NumRows())
+		}
+		err = rr.Err()
+		rr.Release()
+		if err != nil || n != rows {
+			b.Fatalf("read %d rows (%v), want %d", n, err, rows)
+		}
+	}
+	b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -14,10 +15,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"gocloud.dev/blob"
 
 	"github.com/cdcsnap/cdcsnap/internal/deltalog"
+	"github.com/cdcsnap/cdcsnap/internal/pqfile"
 	"github.com/cdcsnap/cdcsnap/sink"
 )
 
@@ -71,14 +72,14 @@ type tableReader struct {
 	schema *arrow.Schema
 	next   int
 	pf     *file.Reader
-	rr     pqarrow.RecordReader
+	rr     *pqfile.RecordReader
 	rec    arrow.RecordBatch
 	err    error
 	refs   int64
 	// filter, when set, selects the rows of each (adapted) record to keep.
 	filter func(rec arrow.RecordBatch) (*array.Boolean, error)
-	// project reads only the file's columns named in schema (which must
-	// be top-level primitive columns).
+	// project reads only the file's top-level primitive columns named
+	// in schema, and refuses a file that has none of them.
 	project bool
 	// cm finds the schema's columns in the files (column mapping).
 	cm deltalog.ColumnMapping
@@ -183,30 +184,33 @@ func (r *tableReader) open(a deltalog.AddFile) error {
 	if err != nil {
 		return fmt.Errorf("delta: opening %s: %w", a.Path, err)
 	}
-	pf, err := deltalog.OpenParquet(ra)
+	pf, err := pqfile.Open(ra)
 	if err != nil {
 		return fmt.Errorf("delta: opening %s: %w", a.Path, err)
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10, Parallel: false}, memory.DefaultAllocator)
+	fr, err := pqfile.NewReader(pf, memory.DefaultAllocator)
 	if err != nil {
 		_ = pf.Close()
 		return fmt.Errorf("delta: opening %s: %w", a.Path, err)
 	}
-	var cols []int
-	if r.project {
-		cols = []int{}
-		fs, err := fr.Schema()
-		if err != nil {
-			_ = pf.Close()
-			return fmt.Errorf("delta: opening %s: %w", a.Path, err)
+	// The file's columns adapt uses: those the schema's columns map to.
+	fs := fr.Schema()
+	var fields []int
+	for _, f := range r.schema.Fields() {
+		i := r.cm.FileIndex(fs, f.Name)
+		if i < 0 || slices.Contains(fields, i) {
+			continue
 		}
-		for _, f := range r.schema.Fields() {
-			if i := r.cm.FileIndex(fs, f.Name); i >= 0 && fr.Manifest.Fields[i].ColIndex >= 0 {
-				cols = append(cols, fr.Manifest.Fields[i].ColIndex)
-			}
+		if flat, _ := fr.Flat(i); flat || !r.project {
+			fields = append(fields, i)
 		}
 	}
-	rr, err := fr.GetRecordReader(r.ctx, cols, nil)
+	if r.project && len(fields) == 0 {
+		_ = pf.Close()
+		return fmt.Errorf("delta: opening %s: it has none of the columns %v", a.Path, r.schema.Fields())
+	}
+	slices.Sort(fields)
+	rr, err := fr.Records(fields, 64<<10)
 	if err != nil {
 		_ = pf.Close()
 		return fmt.Errorf("delta: opening %s: %w", a.Path, err)

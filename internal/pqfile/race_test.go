@@ -1,0 +1,5 @@
+//go:build race
+
+package pqfile
+
+const raceEnabled = true
