@@ -161,10 +161,18 @@ func buildNode(sc *schema.Schema, n schema.Node, def, rep int16, skip []string) 
 			return nil, fmt.Errorf("MAP group %s does not hold a repeated group of a key and a value", g.Name())
 		}
 		j.kind, j.elemDef, j.rep = mapKind, def+1, rep+1
-		for i := range 2 {
+		for i, name := range [2]string{"key", "value"} {
 			c, err := buildNode(sc, kv.Field(i), def+1, rep+1, skip)
 			if err != nil {
 				return nil, err
+			}
+			if c != nil {
+				// By position, whatever the file calls them: "these names
+				// may not be used in existing data" (parquet-format
+				// LogicalTypes.md, Maps, backward-compatibility rules);
+				// delta-rs wrote keys/values into checkpoints before
+				// delta-io/delta-rs#2182.
+				c.name = name
 			}
 			j.children = append(j.children, c)
 		}

@@ -273,3 +273,77 @@ func TestJSONColumnsFixtures(t *testing.T) {
 		t.Fatalf("read %d fixture checkpoints; testdata/delta has more", n)
 	}
 }
+
+// TestMapEntriesByPosition: a map's key and value are its key_value
+// group's first and second fields, whatever the file names them
+// (parquet-format LogicalTypes.md, Maps, backward-compatibility rules:
+// "key and value can be identified by their position"). delta-rs named
+// them keys and values in checkpoints before delta-io/delta-rs#2182;
+// read by name, partitionValues came out as {"": ""}.
+func TestMapEntriesByPosition(t *testing.T) {
+	for _, names := range [][2]string{{"key", "value"}, {"keys", "values"}, {"str", "num"}} {
+		kv, err := schema.NewGroupNode("entries", parquet.Repetitions.Repeated, schema.FieldList{
+			schema.MustPrimitive(schema.NewPrimitiveNodeLogical(names[0], parquet.Repetitions.Required, schema.StringLogicalType{}, parquet.Types.ByteArray, -1, -1)),
+			schema.MustPrimitive(schema.NewPrimitiveNodeLogical(names[1], parquet.Repetitions.Optional, schema.StringLogicalType{}, parquet.Types.ByteArray, -1, -1)),
+		}, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := schema.NewGroupNodeLogical("partitionValues", parquet.Repetitions.Optional, schema.FieldList{kv}, schema.MapLogicalType{}, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		root, err := schema.NewGroupNode("schema", parquet.Repetitions.Required, schema.FieldList{m}, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Rows: {region: west, day: NULL}, NULL, {}.
+		rep := []int16{0, 1, 0, 0}
+		cols := []struct {
+			vals []parquet.ByteArray
+			def  []int16
+		}{
+			{[]parquet.ByteArray{parquet.ByteArray("region"), parquet.ByteArray("day")}, []int16{2, 2, 0, 1}},
+			{[]parquet.ByteArray{parquet.ByteArray("west")}, []int16{3, 2, 0, 1}},
+		}
+		var buf bytes.Buffer
+		w := file.NewParquetWriter(&buf, root)
+		rg, err := w.AppendRowGroupChecked()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cols {
+			cw, err := rg.NextColumn()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cw.(*file.ByteArrayColumnChunkWriter).WriteBatch(c.vals, c.def, rep); err != nil {
+				t.Fatal(err)
+			}
+			if err := cw.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := rg.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		pf, err := Open(bytes.NewReader(buf.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := JSONColumns(pf, []string{"partitionValues"}, nil)
+		pf.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{`[{"key":"region","value":"west"},{"key":"day","value":null}]`, "", "[]"}
+		for r, g := range got[0] {
+			if string(g) != want[r] {
+				t.Errorf("fields %v, row %d: read %s, want %s", names, r, g, want[r])
+			}
+		}
+	}
+}

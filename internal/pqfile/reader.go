@@ -2,8 +2,10 @@ package pqfile
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -446,9 +448,18 @@ func fill[T ~int8 | ~uint8 | ~int16 | ~uint16 | ~int32 | ~uint32 | ~int64 | ~uin
 }
 
 // int96Timestamps converts Impala's INT96 timestamps (nanoseconds of the
-// day, Julian day) to nanoseconds since the epoch; one outside int64's
-// range is an error, as in pqarrow (parquet.Int96.ToTimestamp).
+// day, then the Julian day; arrow-go's parquet.Int96 layout) to
+// microseconds since the epoch, dropping any nanoseconds below a
+// microsecond. A nanosecond count outside the day is an error, as in
+// arrow-go's Int96.ToTimestamp; a day outside int64 microseconds (about
+// 292,000 years from 1970) is one too.
 func int96Timestamps(rr file.RecordReader, dt arrow.DataType) (arrow.Array, error) {
+	const (
+		julianEpoch   = 2440588 // the Julian day of 1970-01-01
+		microsPerDay  = 86_400_000_000
+		nanosPerDay   = microsPerDay * 1000
+		maxDaysMicros = math.MaxInt64/microsPerDay - 1
+	)
 	n := rr.ValuesWritten()
 	vals := parquet.Int96Traits.CastFromBytes(rr.Values())[:n]
 	valid := rr.ReleaseValidBits()
@@ -456,13 +467,15 @@ func int96Timestamps(rr file.RecordReader, dt arrow.DataType) (arrow.Array, erro
 	out := make([]byte, arrow.Int64SizeBytes*n)
 	ts := arrow.Int64Traits.CastFromBytes(out)
 	for i, v := range vals {
-		if valid == nil || bitutil.BitIsSet(valid.Bytes(), i) {
-			t, err := v.ToTimestamp()
-			if err != nil {
-				return nil, fmt.Errorf("parquet INT96 timestamp at index %d: %w", i, err)
-			}
-			ts[i] = int64(t)
+		if valid != nil && !bitutil.BitIsSet(valid.Bytes(), i) {
+			continue
 		}
+		nanos := binary.LittleEndian.Uint64(v[:8])
+		days := int64(binary.LittleEndian.Uint32(v[8:])) - julianEpoch
+		if nanos >= nanosPerDay || days > maxDaysMicros || days < -maxDaysMicros {
+			return nil, fmt.Errorf("parquet INT96 timestamp at index %d: Julian day %d, %d ns of the day is not a timestamp", i, days+julianEpoch, nanos)
+		}
+		ts[i] = days*microsPerDay + int64(nanos/1000)
 	}
 	data := array.NewData(dt, n, []*memory.Buffer{valid, memory.NewBufferBytes(out)}, nil, int(rr.NullCount()), 0)
 	defer data.Release()

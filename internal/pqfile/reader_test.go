@@ -10,8 +10,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -75,7 +77,46 @@ func readPqarrow(b []byte, fields []int) (*arrow.Schema, []arrow.RecordBatch, er
 	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
 		return nil, out, err
 	}
-	return rr.Schema(), out, nil
+	sc := rr.Schema()
+	for fi, i := range fields {
+		if pf.MetaData().Schema.Column(fr.Manifest.Fields[i].ColIndex).PhysicalType() == parquet.Types.Int96 {
+			sc, out = int96AsMicros(sc, out, fi)
+		}
+	}
+	return sc, out, nil
+}
+
+// int96AsMicros turns column c of recs, an INT96 column pqarrow read as
+// nanoseconds, into the microseconds pqfile reads (floored).
+func int96AsMicros(sc *arrow.Schema, recs []arrow.RecordBatch, c int) (*arrow.Schema, []arrow.RecordBatch) {
+	fs := sc.Fields()
+	fs[c].Type = arrow.FixedWidthTypes.Timestamp_us
+	md := sc.Metadata()
+	sc = arrow.NewSchema(fs, &md)
+	for k, rec := range recs {
+		ns := rec.Column(c).(*array.Timestamp)
+		b := array.NewTimestampBuilder(memory.DefaultAllocator, arrow.FixedWidthTypes.Timestamp_us.(*arrow.TimestampType))
+		for i := range ns.Len() {
+			if ns.IsNull(i) {
+				b.AppendNull()
+				continue
+			}
+			v := int64(ns.Value(i))
+			us := v / 1000
+			if v%1000 < 0 {
+				us--
+			}
+			b.Append(arrow.Timestamp(us))
+		}
+		cols := slices.Clone(rec.Columns())
+		arr := b.NewArray()
+		b.Release()
+		cols[c] = arr
+		recs[k] = array.NewRecordBatch(sc, cols, rec.NumRows())
+		arr.Release()
+		rec.Release()
+	}
+	return sc, recs
 }
 
 // readPqfile reads fields of b with Reader.
@@ -118,6 +159,9 @@ func sameRead(t *testing.T, b []byte, fields []int) {
 	defer release(want)
 	gs, got, gerr := readPqfile(b, fields)
 	defer release(got)
+	if werr != nil && gerr == nil && strings.Contains(werr.Error(), "INT96 timestamp is outside the Arrow nanosecond range") {
+		return // pqfile reads them: TestReadsSparksEdgeTimestamps
+	}
 	if werr != nil || gerr != nil {
 		if werr == nil || gerr == nil {
 			t.Fatalf("pqarrow: %v; pqfile: %v", werr, gerr)
@@ -300,10 +344,11 @@ func writeWithPqarrow(t testing.TB, r *rand.Rand, s *arrow.Schema, props *parque
 	return buf.Bytes()
 }
 
-// TestReadsInt96AsPqarrow: Impala's INT96 timestamps (Spark's default)
-// read as nanoseconds, as pqarrow reads them; one outside the nanosecond
-// range fails in both.
-func TestReadsInt96AsPqarrow(t *testing.T) {
+// TestReadsInt96AsMicroseconds: Impala's INT96 timestamps (Spark's
+// default) read as microseconds: pqarrow's nanoseconds floored to the
+// microsecond where pqarrow can read them, and 0001-01-01 and 9999-12-31,
+// which Spark writes and pqarrow cannot read, exactly.
+func TestReadsInt96AsMicroseconds(t *testing.T) {
 	s := arrow.NewSchema([]arrow.Field{{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}, Nullable: true}}, nil)
 	props := parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(700))
 	aprops := pqarrow.NewArrowWriterProperties(pqarrow.WithDeprecatedInt96Timestamps(true))
@@ -313,25 +358,128 @@ func TestReadsInt96AsPqarrow(t *testing.T) {
 		if md := footer(t, b); md.Schema.Column(0).PhysicalType() != parquet.Types.Int96 {
 			t.Fatalf("wrote %s, want INT96", md.Schema.Column(0).PhysicalType())
 		}
-		sameRead(t, b, []int{0})
+		want, err := int96Values(readPqarrow(b, []int{0})) // floored to microseconds
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := int96Values(readPqfile(b, []int{0}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("seed %d: read %d values, pqarrow %d", seed, len(got), len(want))
+		}
+		ws := deref(want)
+		for i, g := range deref(got) {
+			if w := ws[i]; g != w {
+				t.Fatalf("seed %d value %d: read %v, want pqarrow's nanoseconds floored %v", seed, i, g, w)
+			}
+		}
 	}
-	// 0001-01-01 (Julian day 1721426), as Spark writes it, is outside
-	// int64 nanoseconds.
+
 	node, err := schema.NewPrimitiveNodeLogical("ts", parquet.Repetitions.Optional, schema.NoLogicalType{}, parquet.Types.Int96, -1, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var epoch, year1 parquet.Int96
-	binary.LittleEndian.PutUint32(epoch[8:], 2440588)
-	binary.LittleEndian.PutUint32(year1[8:], 1721426)
+	int96 := func(julianDay uint32, nanos uint64) parquet.Int96 {
+		var v parquet.Int96
+		binary.LittleEndian.PutUint64(v[:8], nanos)
+		binary.LittleEndian.PutUint32(v[8:], julianDay)
+		return v
+	}
+	// Julian days of 0001-01-01 and 9999-12-31 (proleptic Gregorian).
+	year1, year9999 := int96(1721426, 0), int96(5373484, 86_399_999_999_000)
 	b := writeLowLevel(t, node, func(cw file.ColumnChunkWriter) error {
-		_, err := cw.(*file.Int96ColumnChunkWriter).WriteBatch([]parquet.Int96{epoch, year1}, []int16{1, 1}, nil)
+		_, err := cw.(*file.Int96ColumnChunkWriter).WriteBatch([]parquet.Int96{year1, year9999}, []int16{1, 1}, nil)
 		return err
 	})
-	if _, _, err := readPqfile(b, []int{0}); err == nil || !strings.Contains(err.Error(), "INT96") {
-		t.Fatalf("an INT96 timestamp outside the nanosecond range read with error %v", err)
+	got, err := int96Values(readPqfile(b, []int{0}))
+	if err != nil {
+		t.Fatal(err)
 	}
-	sameRead(t, b, []int{0})
+	wantTimes := []time.Time{time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)}
+	for i, w := range wantTimes {
+		if got[i] == nil || *got[i] != w.UnixMicro() {
+			t.Errorf("value %d: read %v, want %d (%s)", i, deref(got)[i], w.UnixMicro(), w)
+		}
+	}
+
+	bad := writeLowLevel(t, node, func(cw file.ColumnChunkWriter) error {
+		_, err := cw.(*file.Int96ColumnChunkWriter).WriteBatch([]parquet.Int96{int96(2440588, 86_400_000_000_000)}, []int16{1}, nil)
+		return err
+	})
+	if _, _, err := readPqfile(bad, []int{0}); err == nil || !strings.Contains(err.Error(), "INT96") {
+		t.Fatalf("a day's worth of nanoseconds read with error %v", err)
+	}
+}
+
+// TestReadsSparksEdgeTimestamps: the timestamps Spark 4.0.1 wrote as INT96
+// at the ends of its range (testdata/delta/spark_edge_timestamps) read as
+// Spark wrote them; the statistics in its commit say which.
+func TestReadsSparksEdgeTimestamps(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "testdata", "delta", "spark_edge_timestamps", "*.parquet"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("fixture files %v, %v", files, err)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md := footer(t, b); md.Schema.Column(1).PhysicalType() != parquet.Types.Int96 {
+		t.Fatalf("column ts is %s, want INT96", md.Schema.Column(1).PhysicalType())
+	}
+	got, err := int96Values(readPqfile(b, []int{1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro(), time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC).UnixMicro()
+	var sawLo, sawHi bool
+	for _, v := range got {
+		if v == nil {
+			continue
+		}
+		if *v < lo || *v > hi {
+			t.Errorf("read %d, outside Spark's range", *v)
+		}
+		sawLo, sawHi = sawLo || *v == lo, sawHi || *v == hi
+	}
+	if !sawLo || !sawHi {
+		t.Fatalf("read %v: want both 0001-01-01 (%d) and 9999-12-31 23:59:59.999999 (%d)", deref(got), lo, hi)
+	}
+}
+
+// int96Values is the one column of recs as int64s (nil for NULL).
+func int96Values(_ *arrow.Schema, recs []arrow.RecordBatch, err error) ([]*int64, error) {
+	defer release(recs)
+	if err != nil {
+		return nil, err
+	}
+	var out []*int64
+	for _, r := range recs {
+		a, ok := r.Column(0).(*array.Timestamp)
+		if !ok {
+			return nil, fmt.Errorf("column is %s, want a timestamp", r.Column(0).DataType())
+		}
+		for i := range a.Len() {
+			if a.IsNull(i) {
+				out = append(out, nil)
+				continue
+			}
+			v := int64(a.Value(i))
+			out = append(out, &v)
+		}
+	}
+	return out, nil
+}
+
+func deref(vs []*int64) []any {
+	out := make([]any, len(vs))
+	for i, v := range vs {
+		if v != nil {
+			out[i] = *v
+		}
+	}
+	return out
 }
 
 // writeLowLevel writes a file of one column, node, with write.

@@ -397,7 +397,12 @@ func arrowType(n *schema.PrimitiveNode) (arrow.DataType, error) {
 		}
 		return cannot()
 	case parquet.Types.Int96:
-		return arrow.FixedWidthTypes.Timestamp_ns, nil // Impala's timestamps, read as nanoseconds
+		// Impala's timestamps (Spark's default), read as microseconds: Delta's
+		// timestamp is microseconds (PROTOCOL.md, "Primitive Types"), and a
+		// nanosecond one cannot hold 0001-01-01 or 9999-12-31, which Spark
+		// writes (parquet-format LogicalTypes.md, TIMESTAMP: NANOS spans
+		// 1677-2262). pqarrow reads nanoseconds and fails on those.
+		return arrow.FixedWidthTypes.Timestamp_us, nil
 	case parquet.Types.Float:
 		return arrow.PrimitiveTypes.Float32, nil
 	case parquet.Types.Double:
