@@ -144,7 +144,8 @@ func buildNode(sc *schema.Schema, n schema.Node, def, rep int16, skip []string) 
 		r := g.Field(0)
 		var elem *jnode
 		var err error
-		if rg, ok := r.(*schema.GroupNode); ok && rg.NumFields() == 1 && rg.Name() != "array" && rg.Name() != g.Name()+"_tuple" {
+		if rg, ok := r.(*schema.GroupNode); ok && rg.NumFields() == 1 && rg.Field(0).RepetitionType() != parquet.Repetitions.Repeated &&
+			rg.Name() != "array" && rg.Name() != g.Name()+"_tuple" {
 			// Three levels: the repeated group holds the element.
 			elem, err = buildNode(sc, rg.Field(0), def+1, rep+1, skip)
 		} else {
@@ -193,6 +194,17 @@ func buildElement(sc *schema.Schema, n schema.Node, def, rep int16, skip []strin
 	g, ok := n.(*schema.GroupNode)
 	if !ok {
 		return leafNode(sc, j, n)
+	}
+	if isListGroup(g) && g.NumFields() == 1 && g.Field(0).RepetitionType() == parquet.Repetitions.Repeated {
+		// A repeated LIST group of one repeated field is itself the list
+		// (LogicalTypes.md, Lists, backward-compatibility rule 3).
+		j.kind, j.elemDef, j.rep = listKind, def+1, rep+1
+		elem, err := buildElement(sc, g.Field(0), def+1, rep+1, skip)
+		if err != nil {
+			return nil, err
+		}
+		j.children = []*jnode{elem}
+		return j, nil
 	}
 	j.kind = structKind
 	var err error

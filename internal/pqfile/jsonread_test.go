@@ -347,3 +347,43 @@ func TestMapEntriesByPosition(t *testing.T) {
 		}
 	}
 }
+
+// TestListOfListsRule3: a repeated LIST group whose one field is repeated
+// is itself the element: List<List<Integer>> in LogicalTypes.md's example,
+// optional group my_list (LIST) { repeated group array (LIST) { repeated
+// int32 array; } } (Lists, backward-compatibility rule 3, which comes
+// before the rule for a group named array).
+func TestListOfListsRule3(t *testing.T) {
+	leaf, err := schema.NewPrimitiveNode("array", parquet.Repetitions.Repeated, parquet.Types.Int32, -1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, err := schema.NewGroupNodeLogical("array", parquet.Repetitions.Repeated, schema.FieldList{leaf}, schema.ListLogicalType{}, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outer, err := schema.NewGroupNodeLogical("my_list", parquet.Repetitions.Optional, schema.FieldList{inner}, schema.ListLogicalType{}, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rows: [[1, 2], [3]], NULL, [], [[]].
+	b := writeLowLevel(t, outer, func(cw file.ColumnChunkWriter) error {
+		_, err := cw.(*file.Int32ColumnChunkWriter).WriteBatch([]int32{1, 2, 3}, []int16{3, 3, 3, 0, 1, 2}, []int16{0, 2, 1, 0, 0, 0})
+		return err
+	})
+	pf, err := Open(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	got, err := JSONColumns(pf, []string{"my_list"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"[[1,2],[3]]", "", "[]", "[[]]"}
+	for r, g := range got[0] {
+		if string(g) != want[r] {
+			t.Errorf("row %d: read %s, want %s", r, g, want[r])
+		}
+	}
+}
