@@ -56,7 +56,7 @@ type Options struct {
 	// Open opens the sink of one target, e.g.
 	//
 	//	func(ctx context.Context, target string) (sink.Sink, error) {
-	//		return delta.Open(ctx, target, delta.Options{})
+	//		return blobstore.Open(ctx, target, delta.Options{})
 	//	}
 	//
 	// It is called when the table starts. A sink that implements io.Closer

@@ -13,6 +13,7 @@ import (
 	"github.com/cdcsnap/cdcsnap/internal/objstore"
 	"github.com/cdcsnap/cdcsnap/internal/testenv"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
+	"github.com/cdcsnap/cdcsnap/sink/delta/blobstore"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 )
 
@@ -90,7 +91,7 @@ func storeREADMEExample(t *testing.T, st *objstore.Store) {
 		t.Fatal(err)
 	}
 	for run := range 2 {
-		tb, err := delta.Open(ctx, server.String(), delta.Options{})
+		tb, err := blobstore.Open(ctx, server.String(), delta.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +113,7 @@ func storeREADMEExample(t *testing.T, st *objstore.Store) {
 func storeMissingBucket(t *testing.T, st *objstore.Store) {
 	ctx := context.Background()
 	u := strings.Replace(st.URL("t"), "://"+objstore.Bucket+"/", "://no-such-"+objstore.Bucket+"/", 1)
-	tb, err := delta.Open(ctx, u, delta.Options{})
+	tb, err := blobstore.Open(ctx, u, delta.Options{})
 	if err == nil {
 		_, err = tb.Version(ctx)
 		tb.Close()

@@ -100,7 +100,7 @@ func chunkedCrashOnce(t *testing.T, r *rand.Rand, cc chunkedCase, c int) (fired,
 	bkt := fb.Bucket()
 	defer bkt.Close()
 	topts := delta.Options{CheckpointInterval: 1 + r.IntN(4)}
-	open := func() *delta.Table { return delta.OpenBucket(bkt, "mem://chunked", topts) }
+	open := func() *delta.Table { return openBucket(t, bkt, "mem://chunked", topts) }
 	chunks := 1 + r.IntN(8)
 	bopts := snapshot.BackfillOptions{CaptureInstance: w.CI, Chunks: chunks, WaveChunks: 1 + r.IntN(3), ReadOptions: snapshot.ReadOptions{BatchRows: 1 + r.IntN(20)}}
 	waves := (chunks + bopts.WaveChunks - 1) / bopts.WaveChunks

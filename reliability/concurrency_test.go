@@ -11,6 +11,7 @@ import (
 	"github.com/cdcsnap/cdcsnap/internal/testworld"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
+	"github.com/cdcsnap/cdcsnap/sink/delta/blobstore"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 )
 
@@ -107,11 +108,11 @@ func tableOpener(t *testing.T, kind string) func() *delta.Table {
 	if kind == "memblob" {
 		mem := memblob.OpenBucket(nil)
 		t.Cleanup(func() { mem.Close() })
-		return func() *delta.Table { return delta.OpenBucket(mem, "mem://race", opts) }
+		return func() *delta.Table { return openBucket(t, mem, "mem://race", opts) }
 	}
 	dir := t.TempDir()
 	return func() *delta.Table {
-		tb, err := delta.Open(context.Background(), dir, opts)
+		tb, err := blobstore.Open(context.Background(), dir, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +149,7 @@ func TestBootstrapsOfTwoInstancesBothLand(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				tb := delta.OpenBucket(mem, "mem://two", delta.Options{})
+				tb := openBucket(t, mem, "mem://two", delta.Options{})
 				defer tb.Close()
 				res, err := snapshot.Take(ctx, w.DB, tb, snapshot.Options{CaptureInstance: ww.CI, Partitions: 3, MinPartitionRows: -1, ReadOptions: snapshot.ReadOptions{BatchRows: 5}})
 				mu.Lock()
@@ -168,7 +169,7 @@ func TestBootstrapsOfTwoInstancesBothLand(t *testing.T) {
 		if failed != nil {
 			t.Fatalf("case %d: %v", c, failed)
 		}
-		tb := delta.OpenBucket(mem, "mem://two", delta.Options{})
+		tb := openBucket(t, mem, "mem://two", delta.Options{})
 		for _, x := range []*testworld.World{w, w2} {
 			snaps := instanceSnapshots(t, ctx, tb, x.CI)
 			if len(snaps) != 1 || len(got[x.CI]) != 1 || got[x.CI][snaps[0].LSN] != 4 {

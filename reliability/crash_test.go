@@ -169,7 +169,7 @@ func crashOnce(t *testing.T, r *rand.Rand, cc crashCase, c int) (fired, passed b
 	if r.IntN(2) == 0 {
 		topts.TargetFileSize = 2048 // several files per partition
 	}
-	open := func() *delta.Table { return delta.OpenBucket(bkt, "mem://crash", topts) }
+	open := func() *delta.Table { return openBucket(t, bkt, "mem://crash", topts) }
 	if cc.needsHistory || r.IntN(3) == 0 {
 		// Another instance's (empty) change batch first: the snapshot's
 		// commit is not the table's first, and can be checkpointed.
@@ -304,7 +304,7 @@ func TestTornCommitIsRefused(t *testing.T) {
 	w := testworld.New(t, r, shapes()[0], 60)
 	mem := memblob.OpenBucket(nil)
 	defer mem.Close()
-	tb := delta.OpenBucket(mem, "mem://torn", delta.Options{CheckpointInterval: -1, TargetFileSize: 1024})
+	tb := openBucket(t, mem, "mem://torn", delta.Options{CheckpointInterval: -1, TargetFileSize: 1024})
 	opts := snapshot.Options{CaptureInstance: w.CI, Partitions: 3, MinPartitionRows: -1}
 	if _, err := snapshot.Take(ctx, w.DB, tb, opts); err != nil {
 		t.Fatal(err)
@@ -338,7 +338,7 @@ func TestTornCommitIsRefused(t *testing.T) {
 		if err := m.WriteAll(ctx, "_delta_log/00000000000000000000.json", commit[:cut], nil); err != nil {
 			t.Fatal(err)
 		}
-		tt := delta.OpenBucket(m, "mem://torn", delta.Options{CheckpointInterval: -1})
+		tt := openBucket(t, m, "mem://torn", delta.Options{CheckpointInterval: -1})
 		snaps, err := tt.Snapshots(ctx)
 		var corrupt *delta.CorruptLogError
 		switch {

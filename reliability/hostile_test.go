@@ -108,7 +108,7 @@ func TestHostileCaptureInstanceNames(t *testing.T) {
 			t.Fatal(err)
 		}
 		mem := memblob.OpenBucket(nil)
-		tb := delta.OpenBucket(mem, "mem://hostile", delta.Options{})
+		tb := openBucket(t, mem, "mem://hostile", delta.Options{})
 		refusedWithNothingWritten(t, fmt.Sprintf("absent instance %q", name), mem, func() error {
 			_, err := snapshot.Take(ctx, db, tb, snapshot.Options{CaptureInstance: name})
 			return err
@@ -126,7 +126,7 @@ func TestHostileCaptureInstanceNames(t *testing.T) {
 		if err != nil {
 			t.Fatalf("instance %q: %v", name, err)
 		}
-		tb2 := delta.OpenBucket(mem, "mem://hostile", delta.Options{})
+		tb2 := openBucket(t, mem, "mem://hostile", delta.Options{})
 		snaps := instanceSnapshots(t, ctx, tb2, name)
 		if len(snaps) != 1 || snaps[0].CaptureInstance != name || snaps[0].LSN != res.LSN {
 			t.Errorf("instance %q: the table records %+v", name, snaps)
@@ -185,7 +185,7 @@ func TestMetadataColumnCollisions(t *testing.T) {
 			t.Fatal(err)
 		}
 		mem := memblob.OpenBucket(nil)
-		tb := delta.OpenBucket(mem, "mem://cols", delta.Options{})
+		tb := openBucket(t, mem, "mem://cols", delta.Options{})
 		refusedWithNothingWritten(t, "column "+col, mem, func() error {
 			_, err := snapshot.Take(ctx, db, tb, snapshot.Options{CaptureInstance: "dbo_t"})
 			return err
@@ -249,7 +249,7 @@ func TestUnsupportedKeyTypes(t *testing.T) {
 		{keyOverride{db, "missing", ""}, "missing"},
 	} {
 		mem := memblob.OpenBucket(nil)
-		tb := delta.OpenBucket(mem, "mem://keys", delta.Options{})
+		tb := openBucket(t, mem, "mem://keys", delta.Options{})
 		refusedWithNothingWritten(t, "key "+c.want, mem, func() error {
 			_, err := snapshot.Take(ctx, c.src, tb, snapshot.Options{CaptureInstance: "dbo_t", Partitions: 4, MinPartitionRows: -1})
 			return err
@@ -305,7 +305,7 @@ func TestSchemaChangedUnderBronze(t *testing.T) {
 	}
 	mem := memblob.OpenBucket(nil)
 	defer mem.Close()
-	tb := delta.OpenBucket(mem, "mem://schema", delta.Options{})
+	tb := openBucket(t, mem, "mem://schema", delta.Options{})
 	defer tb.Close()
 	if _, err := snapshot.Take(ctx, mk("nvarchar(20)"), tb, snapshot.Options{CaptureInstance: "dbo_t"}); err != nil {
 		t.Fatal(err)
@@ -353,7 +353,7 @@ func corruptTable(t *testing.T) (*testworld.World, *blob.Bucket) {
 	r := rand.New(rand.NewPCG(7, 7))
 	w := testworld.New(t, r, shapes()[0], 30)
 	mem := memblob.OpenBucket(nil)
-	tb := delta.OpenBucket(mem, "mem://corrupt", delta.Options{CheckpointInterval: -1})
+	tb := openBucket(t, mem, "mem://corrupt", delta.Options{CheckpointInterval: -1})
 	res, err := snapshot.Take(ctx, w.DB, tb, snapshot.Options{CaptureInstance: w.CI})
 	if err != nil {
 		t.Fatal(err)
@@ -409,7 +409,7 @@ func TestCorruptOrForeignLog(t *testing.T) {
 			w, mem := corruptTable(t)
 			defer mem.Close()
 			c.corrupt(t, mem)
-			tb := delta.OpenBucket(mem, "mem://corrupt", delta.Options{})
+			tb := openBucket(t, mem, "mem://corrupt", delta.Options{})
 			defer tb.Close()
 			for _, ci := range []string{w.CI, "dbo_other"} {
 				refusedWithNothingWritten(t, c.name+", Take of "+ci, mem, func() error {
@@ -428,7 +428,7 @@ func TestCorruptOrForeignLog(t *testing.T) {
 			j := strings.Index(s[i:], "/0x") + i + 3
 			return s[:j] + "ZZ" + s[j+2:]
 		})
-		tb := delta.OpenBucket(mem, "mem://corrupt", delta.Options{})
+		tb := openBucket(t, mem, "mem://corrupt", delta.Options{})
 		defer tb.Close()
 		before := keys(t, mem)
 		_, err := snapshot.Take(ctx, w.DB, tb, snapshot.Options{CaptureInstance: w.CI})
@@ -450,7 +450,7 @@ func TestCorruptOrForeignLog(t *testing.T) {
 		if err := mem.WriteAll(ctx, "_delta_log/_last_checkpoint", []byte(`{"version": 99, "size": -1`), nil); err != nil {
 			t.Fatal(err)
 		}
-		tb := delta.OpenBucket(mem, "mem://corrupt", delta.Options{})
+		tb := openBucket(t, mem, "mem://corrupt", delta.Options{})
 		defer tb.Close()
 		res, err := snapshot.Take(ctx, w.DB, tb, snapshot.Options{CaptureInstance: w.CI})
 		if err != nil || !res.Existing {
@@ -489,7 +489,7 @@ func TestNewerProtocolRefused(t *testing.T) {
 			if err := mem.WriteAll(ctx, commitName(2), []byte(`{"commitInfo":{"engineInfo":"newer"}}`+"\n"+c.actions+"\n"), nil); err != nil {
 				t.Fatal(err)
 			}
-			tb := delta.OpenBucket(mem, "mem://proto", delta.Options{})
+			tb := openBucket(t, mem, "mem://proto", delta.Options{})
 			defer tb.Close()
 			isProto := func(err error) bool {
 				var pe *delta.UnsupportedProtocolError
@@ -625,7 +625,7 @@ func TestRefusedBeforeL0(t *testing.T) {
 	t.Run("schema", func(t *testing.T) {
 		mem := memblob.OpenBucket(nil)
 		defer mem.Close()
-		tb := delta.OpenBucket(mem, "mem://l0", delta.Options{})
+		tb := openBucket(t, mem, "mem://l0", delta.Options{})
 		defer tb.Close()
 		if _, err := snapshot.Take(ctx, before, tb, snapshot.Options{CaptureInstance: "dbo_t"}); err != nil {
 			t.Fatal(err)
@@ -645,7 +645,7 @@ func TestRefusedBeforeL0(t *testing.T) {
 			`{"protocol":{"minReaderVersion":1,"minWriterVersion":7,"writerFeatures":["appendOnly","rowTracking","domainMetadata","clustering","futureFeature"]}}`+"\n"), nil); err != nil {
 			t.Fatal(err)
 		}
-		tb := delta.OpenBucket(mem, "mem://l0", delta.Options{})
+		tb := openBucket(t, mem, "mem://l0", delta.Options{})
 		defer tb.Close()
 		w2 := w.With(w.CI + "_v2")
 		if _, err := w.DB.EnableCDC("dbo", w.Shape.Name, w2.CI); err != nil {

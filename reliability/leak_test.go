@@ -16,6 +16,7 @@ import (
 	"github.com/cdcsnap/cdcsnap/fake"
 	"github.com/cdcsnap/cdcsnap/internal/testworld"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
+	"github.com/cdcsnap/cdcsnap/sink/delta/blobstore"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 )
 
@@ -42,7 +43,7 @@ func TestSourceFaultsLeakNothing(t *testing.T) {
 	// opens once (epoll, random) is in the baseline.
 	{
 		w := testworld.New(t, r, shapes()[0], 50)
-		tb, err := delta.Open(ctx, t.TempDir(), delta.Options{})
+		tb, err := blobstore.Open(ctx, t.TempDir(), delta.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +60,7 @@ func TestSourceFaultsLeakNothing(t *testing.T) {
 		kind := kinds[c%len(kinds)]
 		w := testworld.New(t, r, shapes()[r.IntN(len(shapes()))], 50+r.IntN(200))
 		dir := t.TempDir()
-		tb, err := delta.Open(ctx, dir, delta.Options{TargetFileSize: 2048})
+		tb, err := blobstore.Open(ctx, dir, delta.Options{TargetFileSize: 2048})
 		if err != nil {
 			t.Fatal(err)
 		}

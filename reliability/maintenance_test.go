@@ -32,6 +32,7 @@ import (
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
+	"github.com/cdcsnap/cdcsnap/sink/delta/blobstore"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 )
 
@@ -325,7 +326,7 @@ func prepareMaintTable(t *testing.T, ctx context.Context, r *rand.Rand, dir, op 
 
 func openMaint(t *testing.T, ctx context.Context, dir string) *delta.Table {
 	t.Helper()
-	tb, err := delta.Open(ctx, dir, delta.Options{})
+	tb, err := blobstore.Open(ctx, dir, delta.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -520,7 +521,7 @@ func verifyRewritten(t *testing.T, ctx context.Context, engine string, m *maintT
 func rerun(t *testing.T, ctx context.Context, m *maintTable) {
 	w := m.w
 	var logBuf syncBuffer
-	tb, err := delta.Open(ctx, m.dir, delta.Options{Logger: slog.New(slog.NewTextHandler(&logBuf, nil))})
+	tb, err := blobstore.Open(ctx, m.dir, delta.Options{Logger: slog.New(slog.NewTextHandler(&logBuf, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

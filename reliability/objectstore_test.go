@@ -29,6 +29,7 @@ import (
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
 	_ "github.com/cdcsnap/cdcsnap/sink/delta/alldrivers" // s3://, gs://, azblob:// targets
+	"github.com/cdcsnap/cdcsnap/sink/delta/blobstore"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 )
 
@@ -228,7 +229,7 @@ func storeTorn(t *testing.T, st *objstore.Store, r *rand.Rand) {
 		n0 := px.Torn()
 		w := killWorld(t, s)
 		sopts, topts := killOptions(w)
-		tb, err := delta.Open(context.Background(), url, topts)
+		tb, err := blobstore.Open(context.Background(), url, topts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +257,7 @@ func storeTorn(t *testing.T, st *objstore.Store, r *rand.Rand) {
 	// The rerun with nothing torn.
 	w := killWorld(t, s)
 	sopts, topts := killOptions(w)
-	tb, err := delta.Open(context.Background(), url, topts)
+	tb, err := blobstore.Open(context.Background(), url, topts)
 	if err != nil {
 		t.Fatal(err)
 	}

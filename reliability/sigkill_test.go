@@ -17,6 +17,7 @@ import (
 	"github.com/cdcsnap/cdcsnap/internal/testworld"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
+	"github.com/cdcsnap/cdcsnap/sink/delta/blobstore"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 )
 
@@ -64,7 +65,7 @@ func killChild() bool {
 	w := killWorld(t, seed)
 	sopts, topts := killOptions(w)
 	ctx := context.Background()
-	tb, err := delta.Open(ctx, dir, topts)
+	tb, err := blobstore.Open(ctx, dir, topts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
@@ -236,7 +237,7 @@ func openKillTable(t *testing.T, dir string, seed uint64) (*delta.Table, *testwo
 	t.Helper()
 	w := killWorld(t, seed)
 	_, topts := killOptions(w)
-	tb, err := delta.Open(context.Background(), dir, topts)
+	tb, err := blobstore.Open(context.Background(), dir, topts)
 	if err != nil {
 		t.Fatal(err)
 	}

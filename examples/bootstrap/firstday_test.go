@@ -18,6 +18,7 @@ import (
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/reconcile"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
+	"github.com/cdcsnap/cdcsnap/sink/delta/blobstore"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 )
 
@@ -58,7 +59,7 @@ func otherTable(t *testing.T, dir string) {
 		Rows:    []fake.Row{{int64(1), "north"}}}); err != nil {
 		t.Fatal(err)
 	}
-	table, err := delta.Open(t.Context(), dir, delta.Options{})
+	table, err := blobstore.Open(t.Context(), dir, delta.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +228,7 @@ func lastLine(s string) string {
 
 func tableVersion(t *testing.T, dir string) int64 {
 	t.Helper()
-	table, err := delta.Open(t.Context(), dir, delta.Options{})
+	table, err := blobstore.Open(t.Context(), dir, delta.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +256,7 @@ func TestCheckSharedTable(t *testing.T) {
 		Rows: rows, CaptureInstance: "sales_orders_2024"}); err != nil {
 		t.Fatal(err)
 	}
-	table, err := delta.Open(t.Context(), dir, delta.Options{})
+	table, err := blobstore.Open(t.Context(), dir, delta.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +273,7 @@ func TestCheckSharedTable(t *testing.T) {
 		t.Errorf("no passing check:\n%s", &out)
 	}
 	// The other instance's rows are still there, and reconcile agrees.
-	table, err = delta.Open(t.Context(), dir, delta.Options{})
+	table, err = blobstore.Open(t.Context(), dir, delta.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
-	"gocloud.dev/blob/fileblob"
 
 	"github.com/cdcsnap/cdcsnap/database"
 	"github.com/cdcsnap/cdcsnap/internal/deltalog"
+	"github.com/cdcsnap/cdcsnap/internal/localstore"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 )
@@ -120,12 +120,7 @@ func TestRunCreatesTableWithFeatures(t *testing.T) {
 	if !regexp.MustCompile(`changes:  [1-9][0-9]* orders moved to another region`).MatchString(out.String()) {
 		t.Errorf("no key update:\n%s", &out)
 	}
-	b, err := fileblob.OpenBucket(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	s, err := (&deltalog.Log{URL: dir, Bucket: b, LocalRoot: dir}).Load(context.Background(), nil, -1)
+	s, err := (&deltalog.Log{URL: dir, Store: localstore.NewDir(dir), LocalRoot: dir}).Load(context.Background(), nil, -1)
 	if err != nil {
 		t.Fatal(err)
 	}

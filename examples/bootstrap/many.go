@@ -19,6 +19,7 @@ import (
 	"github.com/cdcsnap/cdcsnap/reconcile"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
+	"github.com/cdcsnap/cdcsnap/sink/delta/blobstore"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 	"github.com/cdcsnap/cdcsnap/source"
 )
@@ -176,7 +177,7 @@ func runMany(ctx context.Context, cfg config, stdout io.Writer, logger *slog.Log
 	results, err := database.Bootstrap(ctx, src, database.Options{
 		Select: m.selection(), Target: template, Tables: m.tables, Connections: m.connections,
 		Open: func(ctx context.Context, target string) (sink.Sink, error) {
-			return delta.Open(ctx, target, delta.Options{Logger: logger, Create: cfg.create})
+			return blobstore.Open(ctx, target, delta.Options{Logger: logger, Create: cfg.create})
 		},
 		Snapshot: snapshot.Options{Partitions: cfg.partitions, MinPartitionRows: cfg.snapshotOptions().MinPartitionRows, Resnapshot: cfg.resnapshot},
 		Progress: pp.updateRun,
@@ -253,7 +254,7 @@ func reconcileAll(ctx context.Context, src source.Source, results []database.Res
 		if r.Err != nil || r.Snapshot.Existing {
 			continue
 		}
-		table, err := delta.Open(ctx, r.Target, delta.Options{Create: create})
+		table, err := blobstore.Open(ctx, r.Target, delta.Options{Create: create})
 		if err != nil {
 			return err
 		}
@@ -286,7 +287,7 @@ func reconcileAll(ctx context.Context, src source.Source, results []database.Res
 // streamAndVerify appends r's changes after its snapshot up to `to` to its
 // table and compares the table's latest image with the source's.
 func streamAndVerify(ctx context.Context, db *fake.DB, r database.Result, to lsn.LSN, create delta.CreateOptions) (int, error) {
-	table, err := delta.Open(ctx, r.Target, delta.Options{Create: create})
+	table, err := blobstore.Open(ctx, r.Target, delta.Options{Create: create})
 	if err != nil {
 		return 0, err
 	}

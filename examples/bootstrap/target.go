@@ -14,6 +14,7 @@ import (
 
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
+	"github.com/cdcsnap/cdcsnap/sink/delta/blobstore"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 	"github.com/cdcsnap/cdcsnap/source"
 )
@@ -52,7 +53,7 @@ func openTarget(ctx context.Context, target string, opts delta.Options) (table *
 				target, describeEntries(entries))
 		}
 	}
-	table, err = delta.Open(ctx, target, opts)
+	table, err = blobstore.Open(ctx, target, opts)
 	if err != nil {
 		return nil, nil, err
 	}

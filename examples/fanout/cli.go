@@ -17,6 +17,7 @@ import (
 	"github.com/cdcsnap/cdcsnap/internal/sourceparquet"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
+	"github.com/cdcsnap/cdcsnap/sink/delta/blobstore"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 )
 
@@ -147,7 +148,7 @@ func planCmd(ctx context.Context, cfg config, tasksFile string, stdout, stderr i
 		return err
 	}
 	defer closeSrc()
-	table, err := delta.Open(ctx, cfg.target, delta.Options{Logger: logger})
+	table, err := blobstore.Open(ctx, cfg.target, delta.Options{Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -270,7 +271,7 @@ func commitCmd(ctx context.Context, cfg config, planFile string, files []string,
 			parts = append(parts, p)
 		}
 	}
-	table, err := delta.Open(ctx, cfg.target, delta.Options{Logger: logger})
+	table, err := blobstore.Open(ctx, cfg.target, delta.Options{Logger: logger})
 	if err != nil {
 		return err
 	}

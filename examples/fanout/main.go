@@ -51,7 +51,7 @@
 // Workers write their data files straight into the Delta table (-target):
 // here a local folder every process can reach, in production an object
 // store URL (s3://bucket/bronze/orders, gs://..., azblob://...) that every
-// worker and the coordinator open with delta.Open. A worker's files stay
+// worker and the coordinator open with blobstore.Open. A worker's files stay
 // invisible until the coordinator commits them: a worker that dies after
 // writing leaves orphan files that no Delta reader sees and that no commit
 // ever references (the retry writes new ones), and that Delta's VACUUM
@@ -114,6 +114,7 @@ import (
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
 	_ "github.com/cdcsnap/cdcsnap/sink/delta/alldrivers" // s3://, gs://, azblob:// targets
+	"github.com/cdcsnap/cdcsnap/sink/delta/blobstore"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 	"github.com/cdcsnap/cdcsnap/source"
 )
@@ -167,7 +168,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	} else {
 		fmt.Fprintf(stdout, "source:  demo fake CDC database %s.%s, %d rows (seed %d), built by every process\n", demoSchema, demoTable, cfg.source.Rows, cfg.source.Seed)
 	}
-	table, err := delta.Open(ctx, cfg.target, delta.Options{Logger: logger})
+	table, err := blobstore.Open(ctx, cfg.target, delta.Options{Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -367,7 +368,7 @@ func startWorker(ctx context.Context, exe string, task Task) (sink.Part, error) 
 // compareWithTake takes the same source with snapshot.Take into an
 // in-memory Delta table and compares the latest images of both tables.
 func compareWithTake(ctx context.Context, db source.Source, table *delta.Table, instance string) (int, []string, error) {
-	ref, err := delta.Open(ctx, "mem://", delta.Options{})
+	ref, err := blobstore.Open(ctx, "mem://", delta.Options{})
 	if err != nil {
 		return 0, nil, err
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
+	"github.com/cdcsnap/cdcsnap/sink/delta/blobstore"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 )
 
@@ -80,7 +81,7 @@ func TestRun(t *testing.T) {
 
 func version(t *testing.T, target string) int64 {
 	t.Helper()
-	table, err := delta.Open(t.Context(), target, delta.Options{})
+	table, err := blobstore.Open(t.Context(), target, delta.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func dataFiles(t *testing.T, target string) (onDisk, committed map[string]bool) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	table, err := delta.Open(t.Context(), target, delta.Options{})
+	table, err := blobstore.Open(t.Context(), target, delta.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func dataFiles(t *testing.T, target string) (onDisk, committed map[string]bool) 
 // tableRows counts the rows a Delta reader sees.
 func tableRows(t *testing.T, target string) int64 {
 	t.Helper()
-	table, err := delta.Open(t.Context(), target, delta.Options{})
+	table, err := blobstore.Open(t.Context(), target, delta.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +213,7 @@ func TestCoordinatorRestartResumes(t *testing.T) {
 	if err := run(ctx, cfg, &out, &errOut); err == nil {
 		t.Fatal("the first run succeeded despite partition 2's failure")
 	}
-	table, err := delta.Open(ctx, cfg.target, delta.Options{})
+	table, err := blobstore.Open(ctx, cfg.target, delta.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +251,7 @@ func TestWorkerFailsForGood(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "partition 2 failed 1 times") {
 		t.Fatalf("run = %v, want partition 2's failure", err)
 	}
-	table, err := delta.Open(ctx, cfg.target, delta.Options{})
+	table, err := blobstore.Open(ctx, cfg.target, delta.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +286,7 @@ func TestCommitChecksParts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	table, err := delta.Open(ctx, cfg.target, delta.Options{})
+	table, err := blobstore.Open(ctx, cfg.target, delta.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +413,7 @@ func TestFanoutEqualsTake(t *testing.T) {
 			}
 			parts[i] = roundTrip(t, p)
 		}
-		fan, err := delta.Open(ctx, fanTarget, delta.Options{})
+		fan, err := blobstore.Open(ctx, fanTarget, delta.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -422,7 +423,7 @@ func TestFanoutEqualsTake(t *testing.T) {
 			t.Fatalf("%s: Commit: %v", name, err)
 		}
 
-		take, err := delta.Open(ctx, takeTarget, delta.Options{})
+		take, err := blobstore.Open(ctx, takeTarget, delta.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

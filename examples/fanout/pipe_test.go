@@ -14,6 +14,7 @@ import (
 	"github.com/cdcsnap/cdcsnap/internal/tdsfake"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
+	"github.com/cdcsnap/cdcsnap/sink/delta/blobstore"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 )
 
@@ -138,7 +139,7 @@ func TestPipeProtocol(t *testing.T) {
 	if err := json.Unmarshal([]byte(replan), &p2); err != nil || p2.Replaces != p2.LSN {
 		t.Fatalf("resnapshot plan %q (%v): want one replacing the snapshot at its own LSN", replan, err)
 	}
-	table, err := delta.Open(ctx, target, delta.Options{})
+	table, err := blobstore.Open(ctx, target, delta.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +225,7 @@ func TestSQLServerSource(t *testing.T) {
 		}
 	}
 	// The table equals a Take of the fake itself, read without the wire.
-	table, err := delta.Open(ctx, cfg.target, delta.Options{})
+	table, err := blobstore.Open(ctx, cfg.target, delta.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/cdcsnap/cdcsnap/fake"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
+	"github.com/cdcsnap/cdcsnap/sink/delta/blobstore"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 	"github.com/cdcsnap/cdcsnap/source"
 )
@@ -137,7 +138,7 @@ func execute(ctx context.Context, srcs sources, task Task) (part sink.Part, open
 		return sink.Part{}, 0, fmt.Errorf("worker: partition %d: %w", task.Partition, err)
 	}
 	src, demo := o.src, o.demo
-	table, err := delta.Open(ctx, task.Target, delta.Options{})
+	table, err := blobstore.Open(ctx, task.Target, delta.Options{})
 	if err != nil {
 		return sink.Part{}, 0, fmt.Errorf("worker: partition %d: %w", task.Partition, err)
 	}

@@ -39,6 +39,7 @@ import (
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/delta"
 	_ "github.com/cdcsnap/cdcsnap/sink/delta/alldrivers" // s3://, gs://, azblob:// targets
+	"github.com/cdcsnap/cdcsnap/sink/delta/blobstore"
 	"github.com/cdcsnap/cdcsnap/snapshot"
 	"github.com/cdcsnap/cdcsnap/source"
 )
@@ -104,7 +105,7 @@ func run(ctx context.Context, cfg config, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	table, err := delta.Open(context.WithoutCancel(ctx), cfg.table, delta.Options{Logger: log})
+	table, err := blobstore.Open(context.WithoutCancel(ctx), cfg.table, delta.Options{Logger: log})
 	if err != nil {
 		return fmt.Errorf("opening the Delta table %s: %w", cfg.table, err)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"gocloud.dev/blob/memblob"
+	"github.com/cdcsnap/cdcsnap/internal/localstore"
 )
 
 // benchState is a table's state with n live files (each with statistics,
@@ -39,7 +39,7 @@ func BenchmarkCheckpoint(b *testing.B) {
 	actions := float64(len(checkpointRows(s)))
 	b.Run("write", func(b *testing.B) {
 		for range b.N {
-			l := &Log{URL: "mem://bench", Bucket: memblob.OpenBucket(nil)}
+			l := &Log{URL: "mem://bench", Store: localstore.NewMem()}
 			if err := l.WriteCheckpoint(ctx, s, 1); err != nil {
 				b.Fatal(err)
 			}
@@ -47,11 +47,11 @@ func BenchmarkCheckpoint(b *testing.B) {
 		b.ReportMetric(actions*float64(b.N)/b.Elapsed().Seconds(), "actions/s")
 	})
 	b.Run("read", func(b *testing.B) {
-		l := &Log{URL: "mem://bench", Bucket: memblob.OpenBucket(nil)}
+		l := &Log{URL: "mem://bench", Store: localstore.NewMem()}
 		if err := l.WriteCheckpoint(ctx, s, 1); err != nil {
 			b.Fatal(err)
 		}
-		data, err := l.Bucket.ReadAll(ctx, fmt.Sprintf("%s%020d.checkpoint.parquet", LogDir, s.Version))
+		data, err := l.Store.ReadAll(ctx, fmt.Sprintf("%s%020d.checkpoint.parquet", LogDir, s.Version))
 		if err != nil {
 			b.Fatal(err)
 		}

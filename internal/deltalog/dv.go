@@ -12,7 +12,6 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
-	"gocloud.dev/blob"
 )
 
 // Deletion vectors, as the Delta protocol describes them (PROTOCOL.md,
@@ -109,7 +108,7 @@ func (d *DeletionVector) key(tableURL string) (string, error) {
 }
 
 // Load reads the vector's row indexes.
-func (d *DeletionVector) Load(ctx context.Context, b *blob.Bucket, tableURL string) (*roaring64.Bitmap, error) {
+func (d *DeletionVector) Load(ctx context.Context, s Store, tableURL string) (*roaring64.Bitmap, error) {
 	if d.StorageType == "i" {
 		raw, err := z85Decode(d.PathOrInlineDv)
 		if err != nil {
@@ -131,7 +130,7 @@ func (d *DeletionVector) Load(ctx context.Context, b *blob.Bucket, tableURL stri
 	if off < 0 || d.SizeInBytes < 4 {
 		return nil, fmt.Errorf("deletion vector %s: offset %d, size %d", key, off, d.SizeInBytes)
 	}
-	r, err := b.NewRangeReader(ctx, key, off, 4+d.SizeInBytes+4, nil)
+	r, err := s.NewRangeReader(ctx, key, off, 4+d.SizeInBytes+4)
 	if err != nil {
 		return nil, fmt.Errorf("deletion vector %s: %w", key, err)
 	}

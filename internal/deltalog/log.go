@@ -7,21 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"log/slog"
 	"maps"
 	"net/url"
-	"os"
-	"path"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-
-	"gocloud.dev/blob"
 
 	"github.com/cdcsnap/cdcsnap/internal/pqfile"
 )
@@ -34,10 +27,11 @@ const LogDir = "_delta_log/"
 type Log struct {
 	// URL names the table in errors and logs.
 	URL string
-	// Bucket holds the table, its root at the bucket's root.
-	Bucket *blob.Bucket
-	// LocalRoot is a local table's folder, else "": its log is then
-	// listed, and its log files written, through the file system.
+	// Store holds the table's objects.
+	Store Store
+	// LocalRoot is a local table's folder, else "": its log files are
+	// then written through the file system (a commit's put-if-absent is
+	// a hard link, atomic across processes).
 	LocalRoot string
 	// Logger receives debug and warning messages. Nil means silent.
 	Logger *slog.Logger
@@ -289,45 +283,19 @@ func (l *Log) listLog(ctx context.Context) ([]string, error) {
 
 // ListKeys lists one level of the table's folder: the keys starting with
 // prefix up to the next "/", files or (with dirs) folders, each folder's
-// key ending in "/". A local table reads the directory itself: fileblob's
-// listing fails when a file vanishes while it lists (another writer's
-// temporary file, a partial snapshot being dropped).
+// key ending in "/".
 func (l *Log) ListKeys(ctx context.Context, prefix string, dirs bool) ([]string, error) {
-	if l.LocalRoot != "" {
-		dir, name := path.Split(prefix)
-		es, err := os.ReadDir(filepath.Join(l.LocalRoot, filepath.FromSlash(dir)))
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("delta: table %s: listing %s: %w", l.URL, prefix, err)
-		}
-		var out []string
-		for _, e := range es {
-			if e.IsDir() == dirs && strings.HasPrefix(e.Name(), name) {
-				k := dir + e.Name()
-				if dirs {
-					k += "/"
-				}
-				out = append(out, k)
-			}
-		}
-		return out, nil
+	keys, err := l.Store.List(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("delta: table %s: listing %s: %w", l.URL, prefix, err)
 	}
-	it := l.Bucket.List(&blob.ListOptions{Prefix: prefix, Delimiter: "/"})
-	var out []string
-	for {
-		obj, err := it.Next(ctx)
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("delta: table %s: listing %s: %w", l.URL, prefix, err)
-		}
-		if obj.IsDir == dirs {
-			out = append(out, obj.Key)
+	out := keys[:0]
+	for _, k := range keys {
+		if strings.HasSuffix(k, "/") == dirs {
+			out = append(out, k)
 		}
 	}
+	return out, nil
 }
 
 // Load replays the log up to version upTo (-1: the latest), starting from
@@ -446,7 +414,7 @@ func (l *Log) replayCommits(ctx context.Context, s *State, from, to int64) error
 // ReadCommit reads and parses commit v.
 func (l *Log) ReadCommit(ctx context.Context, v int64) ([]Action, error) {
 	key := CommitKey(v)
-	b, err := l.Bucket.ReadAll(ctx, key)
+	b, err := l.Store.ReadAll(ctx, key)
 	if err != nil {
 		return nil, &CorruptLogError{File: key, Err: err}
 	}
@@ -484,7 +452,7 @@ func (l *Log) readCheckpoint(ctx context.Context, s *State, keys []string) error
 	for len(keys) > 0 {
 		key := keys[0]
 		keys = keys[1:]
-		b, err := l.Bucket.ReadAll(ctx, key)
+		b, err := l.Store.ReadAll(ctx, key)
 		if err != nil {
 			return &CorruptLogError{File: key, Err: err}
 		}

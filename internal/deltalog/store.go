@@ -10,14 +10,67 @@ import (
 	"path/filepath"
 	"strings"
 
-	"gocloud.dev/blob"
-	"gocloud.dev/gcerrors"
+	"io"
+	"io/fs"
 )
+
+// Store holds a table's objects, keyed by their slash-separated paths
+// relative to the table's root ("_delta_log/00000000000000000000.json").
+// A missing object is an error matching fs.ErrNotExist (errors.Is), in
+// every method. It is what sink/delta.Store documents, for this package.
+type Store interface {
+	// ReadAll returns the whole object.
+	ReadAll(ctx context.Context, key string) ([]byte, error)
+	// NewRangeReader reads length bytes of the object from offset (fewer
+	// at its end).
+	NewRangeReader(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error)
+	// Size returns the object's size in bytes.
+	Size(ctx context.Context, key string) (int64, error)
+	// List returns, in ascending byte order, the keys that start with
+	// prefix up to the next "/" after it: objects, and folders (any
+	// object below them) as their key up to and including that "/".
+	List(ctx context.Context, prefix string) ([]string, error)
+	// NewWriter starts writing an object, which appears whole at Close
+	// or not at all: not when ctx is cancelled before Close (Close then
+	// returns an error), nor, with ifNotExist, when key exists (Close,
+	// or NewWriter, then returns an error matching fs.ErrExist; the test
+	// and the write are one atomic step).
+	NewWriter(ctx context.Context, key string, ifNotExist bool) (io.WriteCloser, error)
+	// Delete removes the object.
+	Delete(ctx context.Context, key string) error
+	// Close releases the store.
+	Close() error
+}
+
+// WriteAll writes (or replaces) key with data in s.
+func WriteAll(ctx context.Context, s Store, key string, data []byte) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := s.NewWriter(wctx, key, false)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(data); err != nil {
+		cancel()
+		_ = w.Close()
+		return err
+	}
+	return w.Close()
+}
+
+// Exists reports whether key is an object of s.
+func Exists(ctx context.Context, s Store, key string) (bool, error) {
+	_, err := s.Size(ctx, key)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
 
 // PutIfAbsent writes key only if it does not exist, atomically across
 // processes: a local table links a finished temporary file to the final
 // name (link fails if the name exists, and readers never see a partial
-// file); other stores use the bucket's conditional write.
+// file); other stores use the store's conditional write.
 func (l *Log) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 	if l.LocalRoot != "" {
 		tmpName, err := l.localTemp(data)
@@ -42,22 +95,19 @@ func (l *Log) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w, err := l.Bucket.NewWriter(wctx, key, &blob.WriterOptions{IfNotExist: true, ContentType: "application/json"})
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(data); err != nil {
-		cancel()
-		_ = w.Close()
-		return err
-	}
-	if err := w.Close(); err != nil {
-		if c := gcerrors.Code(err); c == gcerrors.FailedPrecondition || c == gcerrors.AlreadyExists {
-			return ErrConflict
+	w, err := l.Store.NewWriter(wctx, key, true)
+	if err == nil {
+		if _, err = w.Write(data); err != nil {
+			cancel()
+			_ = w.Close()
+		} else {
+			err = w.Close()
 		}
-		return err
 	}
-	return nil
+	if errors.Is(err, fs.ErrExist) {
+		return ErrConflict
+	}
+	return err
 }
 
 // localTempPattern names a local table's temporary log files. They live in
@@ -119,7 +169,7 @@ func createTemp(dir string) (*os.File, error) {
 // (checkpoints, _last_checkpoint) atomically.
 func (l *Log) writeLogFile(ctx context.Context, key string, data []byte) error {
 	if l.LocalRoot == "" {
-		return l.Bucket.WriteAll(ctx, key, data, nil)
+		return WriteAll(ctx, l.Store, key, data)
 	}
 	tmpName, err := l.localTemp(data)
 	if err != nil {
@@ -153,7 +203,7 @@ func (l *Log) checkConditionalWrites(ctx context.Context) error {
 	}
 	key := "_cdcsnap/probe/" + NewUUID()
 	put := func() error {
-		w, err := l.Bucket.NewWriter(ctx, key, &blob.WriterOptions{IfNotExist: true, ContentType: "text/plain"})
+		w, err := l.Store.NewWriter(ctx, key, true)
 		if err != nil {
 			return err
 		}
@@ -167,13 +217,13 @@ func (l *Log) checkConditionalWrites(ctx context.Context) error {
 		return fmt.Errorf("delta: table %s: checking the store's conditional writes (%s): %w", l.URL, key, err)
 	}
 	err := put()
-	if derr := l.Bucket.Delete(ctx, key); derr != nil {
+	if derr := l.Store.Delete(ctx, key); derr != nil {
 		l.logger().Warn("could not delete the conditional-write probe", "key", key, "error", derr)
 	}
-	switch c := gcerrors.Code(err); {
+	switch {
 	case err == nil:
 		return fmt.Errorf("delta: table %s: a second put-if-absent of %s succeeded: %w", l.URL, key, ErrNoConditionalWrites)
-	case c == gcerrors.FailedPrecondition || c == gcerrors.AlreadyExists:
+	case errors.Is(err, fs.ErrExist):
 		l.condChecked = true
 		return nil
 	default:

@@ -66,7 +66,7 @@ type Store struct {
 func (s *Store) HostPort() string { return strings.TrimPrefix(s.Endpoint, "http://") }
 
 // URL is the gocloud.dev URL of the table folder table in the bucket, as
-// delta.Open takes it, for clients with Env.
+// blobstore.Open takes it, for clients with Env.
 func (s *Store) URL(table string) string { return s.urlOf(s.HostPort(), table) }
 
 // URLVia is URL for clients that reach the server through hostport (a

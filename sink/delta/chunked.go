@@ -7,13 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"gocloud.dev/gcerrors"
 
 	"github.com/cdcsnap/cdcsnap/internal/deltalog"
 	"github.com/cdcsnap/cdcsnap/lsn"
@@ -207,7 +206,7 @@ func (t *Table) chunkedFromRows(ctx context.Context, s *deltalog.State, ci, plan
 		if live[h.LSN] {
 			continue
 		}
-		if ok, err := t.bucket.Exists(ctx, chunkedPlanKey(h.PlanID)); err != nil || !ok {
+		if ok, err := deltalog.Exists(ctx, t.store, chunkedPlanKey(h.PlanID)); err != nil || !ok {
 			if err != nil {
 				return sink.Chunked{}, false, fmt.Errorf("delta: table %s: %w", t.url, err)
 			}
@@ -257,8 +256,8 @@ func (t *Table) chunkedHeads(ctx context.Context, ci, planID string) ([]sink.Chu
 		if !strings.HasSuffix(k, ".json") {
 			continue
 		}
-		b, err := t.bucket.ReadAll(ctx, k)
-		if gcerrors.Code(err) == gcerrors.NotFound {
+		b, err := t.store.ReadAll(ctx, k)
+		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
@@ -277,7 +276,7 @@ func (t *Table) chunkedHeads(ctx context.Context, ci, planID string) ([]sink.Chu
 
 // withPlan reads c's plan file into c.Plan.
 func (t *Table) withPlan(ctx context.Context, c sink.Chunked) (sink.Chunked, error) {
-	b, err := t.bucket.ReadAll(ctx, chunkedPlanKey(c.PlanID))
+	b, err := t.store.ReadAll(ctx, chunkedPlanKey(c.PlanID))
 	if err != nil {
 		return c, fmt.Errorf("delta: table %s: reading the plan of chunked snapshot %s (%s): %w", t.url, c.PlanID, chunkedPlanKey(c.PlanID), err)
 	}
@@ -433,7 +432,7 @@ func (t *Table) putSame(ctx context.Context, key string, plan []byte) error {
 		}
 		return nil
 	}
-	old, err := t.bucket.ReadAll(ctx, key)
+	old, err := t.store.ReadAll(ctx, key)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", key, err)
 	}

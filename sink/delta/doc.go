@@ -1,9 +1,10 @@
-// Package delta implements sink.Sink as a Delta Lake table in any
-// gocloud.dev/blob bucket: a local folder (a plain path or file://),
-// mem://, s3://, gs:// or azblob:// — a user changes only the URL, and
-// for a cloud store imports its driver (_ "gocloud.dev/blob/s3blob",
-// gcsblob, azureblob, or package alldrivers for all three), so a program
-// that writes to a folder links no cloud SDK.
+// Package delta implements sink.Sink as a Delta Lake table. Open takes a
+// local folder (a plain path or file://) or mem://; package blobstore
+// opens a table in a cloud store (s3://, gs://, azblob://, through
+// gocloud.dev/blob) with the store's driver imported
+// (_ "gocloud.dev/blob/s3blob", gcsblob, azureblob, or package alldrivers
+// for all three), so a program that writes to a folder links no cloud
+// SDK, nor gocloud.dev. OpenStore takes any other Store.
 //
 // # Writing
 //
@@ -30,18 +31,17 @@
 // buffered row group grows and frees (up to 32 MiB held), instead of
 // asking Go's allocator and garbage collector for new ones every row group.
 //
-// Commits are written put-if-absent: the bucket's conditional write on
+// Commits are written put-if-absent: the store's conditional write on
 // S3, GCS and Azure, and a hard link of a finished temporary file on a
-// local folder (atomic across processes; gocloud's fileblob checks only
-// within one process). A commit that loses a race re-reads the log and
+// local folder (atomic across processes). A commit that loses a race re-reads the log and
 // retries at the next version, unless a snapshot of the same capture
 // instance landed meanwhile: then CommitSnapshot returns that snapshot and
 // an error wrapping sink.ErrSnapshotExists. A classic Parquet checkpoint
 // is written every Options.CheckpointInterval commits.
 //
 // The store must honour the condition. Before a Table's first conditional
-// write to a bucket it writes a probe object (_cdcsnap/probe/<uuid>)
-// twice with IfNotExist, deletes it, and refuses the store with
+// write to a store other than a folder it writes a probe object
+// (_cdcsnap/probe/<uuid>) twice put-if-absent, deletes it, and refuses the store with
 // ErrNoConditionalWrites if the second write succeeded: an S3-compatible
 // store that ignores If-None-Match would let two writers of one version
 // overwrite each other's commit. AWS S3 (since August 2024), GCS and

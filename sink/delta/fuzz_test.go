@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"gocloud.dev/blob/memblob"
-
 	"github.com/cdcsnap/cdcsnap/internal/deltalog"
+	"github.com/cdcsnap/cdcsnap/internal/localstore"
 	"github.com/cdcsnap/cdcsnap/lsn"
 	"github.com/cdcsnap/cdcsnap/sink"
 )
@@ -70,15 +69,17 @@ func FuzzLogReplay(f *testing.F) {
 	f.Add([]byte("\x00\xff"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ctx := context.Background()
-		mem := memblob.OpenBucket(nil)
-		defer mem.Close()
-		if err := mem.WriteAll(ctx, deltalog.CommitKey(0), []byte(fuzzCommit), nil); err != nil {
+		mem := localstore.NewMem()
+		if err := deltalog.WriteAll(ctx, mem, deltalog.CommitKey(0), []byte(fuzzCommit)); err != nil {
 			t.Fatal(err)
 		}
-		if err := mem.WriteAll(ctx, deltalog.CommitKey(1), b, nil); err != nil {
+		if err := deltalog.WriteAll(ctx, mem, deltalog.CommitKey(1), b); err != nil {
 			t.Fatal(err)
 		}
-		tb := OpenBucket(mem, "mem://fuzz", Options{})
+		tb, err := OpenStore(mem, "mem://fuzz", Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		defer tb.Close()
 		typed := func(err error) bool {
 			var c *deltalog.CorruptLogError

@@ -225,7 +225,7 @@ func fixtureTable(t *testing.T, name string) string {
 // readFile reads data file f of tb alone, as one record batch.
 func readFile(t *testing.T, tb *Table, schema *arrow.Schema, f deltalog.AddFile) arrow.RecordBatch {
 	t.Helper()
-	one := &Table{url: tb.url, bucket: tb.bucket, log: tb.log}
+	one := &Table{url: tb.url, store: tb.store, log: tb.log}
 	rr := &tableReader{ctx: context.Background(), t: one, files: []deltalog.AddFile{f}, schema: schema, refs: 1}
 	defer rr.Release()
 	return concat(t, schema, collect(t, rr))

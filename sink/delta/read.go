@@ -15,7 +15,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
-	"gocloud.dev/blob"
 
 	"github.com/cdcsnap/cdcsnap/internal/deltalog"
 	"github.com/cdcsnap/cdcsnap/internal/pqfile"
@@ -174,13 +173,13 @@ func (r *tableReader) Next() bool {
 func (r *tableReader) open(a deltalog.AddFile) error {
 	r.deleted, r.pos = nil, 0
 	if a.DeletionVector != nil {
-		bm, err := a.DeletionVector.Load(r.ctx, r.t.bucket, r.t.url)
+		bm, err := a.DeletionVector.Load(r.ctx, r.t.store, r.t.url)
 		if err != nil {
 			return fmt.Errorf("delta: deletion vector of %s: %w", a.Path, err)
 		}
 		r.deleted = bm
 	}
-	ra, err := newBlobReaderAt(r.ctx, r.t.bucket, a.Key())
+	ra, err := newStoreReaderAt(r.ctx, r.t.store, a.Key())
 	if err != nil {
 		return fmt.Errorf("delta: opening %s: %w", a.Path, err)
 	}
@@ -394,24 +393,24 @@ func mayHold(st deltalog.FileStats, l string) bool {
 	return mn <= l && l <= mx
 }
 
-// blobReaderAt reads a blob by ranges, for the Parquet reader.
-type blobReaderAt struct {
+// storeReaderAt reads an object by ranges, for the Parquet reader.
+type storeReaderAt struct {
 	ctx  context.Context
-	b    *blob.Bucket
+	s    deltalog.Store
 	key  string
 	size int64
 	pos  int64
 }
 
-func newBlobReaderAt(ctx context.Context, b *blob.Bucket, key string) (*blobReaderAt, error) {
-	attrs, err := b.Attributes(ctx, key)
+func newStoreReaderAt(ctx context.Context, s deltalog.Store, key string) (*storeReaderAt, error) {
+	size, err := s.Size(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	return &blobReaderAt{ctx: ctx, b: b, key: key, size: attrs.Size}, nil
+	return &storeReaderAt{ctx: ctx, s: s, key: key, size: size}, nil
 }
 
-func (r *blobReaderAt) ReadAt(p []byte, off int64) (int, error) {
+func (r *storeReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	if off >= r.size {
 		return 0, io.EOF
 	}
@@ -419,7 +418,7 @@ func (r *blobReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	if off+n > r.size {
 		n = r.size - off
 	}
-	rr, err := r.b.NewRangeReader(r.ctx, r.key, off, n, nil)
+	rr, err := r.s.NewRangeReader(r.ctx, r.key, off, n)
 	if err != nil {
 		return 0, err
 	}
@@ -431,7 +430,7 @@ func (r *blobReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	return got, err
 }
 
-func (r *blobReaderAt) Seek(offset int64, whence int) (int64, error) {
+func (r *storeReaderAt) Seek(offset int64, whence int) (int64, error) {
 	switch whence {
 	case io.SeekStart:
 		r.pos = offset
@@ -446,7 +445,7 @@ func (r *blobReaderAt) Seek(offset int64, whence int) (int64, error) {
 	return r.pos, nil
 }
 
-func (r *blobReaderAt) Read(p []byte) (int, error) {
+func (r *storeReaderAt) Read(p []byte) (int, error) {
 	n, err := r.ReadAt(p, r.pos)
 	r.pos += int64(n)
 	return n, err

@@ -2,21 +2,20 @@ package delta
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
-
-	"gocloud.dev/blob"
-	"gocloud.dev/blob/fileblob"
-	_ "gocloud.dev/blob/memblob" // mem:// tables: pure Go, no SDK
 
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/cdcsnap/cdcsnap/internal/deltalog"
+	"github.com/cdcsnap/cdcsnap/internal/localstore"
+	"github.com/cdcsnap/cdcsnap/internal/storehints"
 	"github.com/cdcsnap/cdcsnap/sink"
 )
 
@@ -64,13 +63,12 @@ func (o Options) checkpointInterval() int64 {
 	return int64(o.CheckpointInterval)
 }
 
-// Table is a Delta Lake table in a blob bucket. It implements sink.Sink
-// and is safe for concurrent use; several processes may write the same
-// table (commits are put-if-absent).
+// Table is a Delta Lake table in a Store. It implements sink.Sink and is
+// safe for concurrent use; several processes may write the same table
+// (commits are put-if-absent).
 type Table struct {
 	url       string
-	bucket    *blob.Bucket
-	ownBucket bool
+	store     deltalog.Store
 	localRoot string // the table's folder for a local table, else ""
 	opts      Options
 	log       *slog.Logger
@@ -85,14 +83,11 @@ var _ sink.Sink = (*Table)(nil)
 
 // Open opens the Delta table at rawURL, which need not exist yet (the
 // first write creates it). rawURL is a local folder (a plain path or
-// file:///path), mem:// (a new, empty in-memory bucket per Open), or a
-// cloud URL whose path is the table's folder in the bucket:
-// s3://bucket/path, gs://bucket/path, azblob://container/path, with the
-// query parameters of the gocloud.dev driver (region=..., and so on). A
-// cloud URL needs its driver imported by the program, as gocloud.dev's
-// drivers are: _ "gocloud.dev/blob/s3blob", gcsblob or azureblob, or
-// _ "github.com/cdcsnap/cdcsnap/sink/delta/alldrivers" for all three;
-// without it Open returns an error naming the import.
+// file:///path) or mem:// (a new, empty table in memory per Open). A
+// table in a cloud store (s3://, gs://, azblob://) opens with package
+// sink/delta/blobstore and the store's driver imported, which keeps the
+// cloud SDKs out of programs that write to a folder; Open refuses such a
+// URL with an error naming that call and import.
 func Open(ctx context.Context, rawURL string, opts Options) (*Table, error) {
 	if err := opts.Create.validate(); err != nil {
 		return nil, err
@@ -114,89 +109,81 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Table, error) {
 		if err := os.MkdirAll(abs, 0o777); err != nil {
 			return nil, fmt.Errorf("delta: creating table folder %s: %w", abs, err)
 		}
-		b, err := fileblob.OpenBucket(abs, &fileblob.Options{Metadata: fileblob.MetadataDontWrite, NoTempDir: true})
-		if err != nil {
-			return nil, fmt.Errorf("delta: opening table folder %s: %w", abs, err)
-		}
-		t := newTable(rawURL, b, abs, opts)
-		t.ownBucket = true
-		return t, nil
+		return newTable(rawURL, localstore.NewDir(abs), abs, opts), nil
 	}
-	if !blob.DefaultURLMux().ValidBucketScheme(u.Scheme) {
-		return nil, noDriverError(rawURL, u.Scheme)
+	if u.Scheme == "mem" {
+		return newTable(rawURL, localstore.NewMem(), "", opts), nil
 	}
-	burl := bucketURL(u)
-	b, err := blob.OpenBucket(ctx, burl)
-	if err != nil {
-		return nil, withStoreHint(rawURL, fmt.Errorf("delta: opening bucket for table %s: %w", rawURL, err))
-	}
-	t := newTable(rawURL, b, "", opts)
-	t.ownBucket = true
-	return t, nil
+	return nil, storeURLError(rawURL, u.Scheme)
 }
 
-// allDrivers is the package that registers every cloud store's driver.
-const allDrivers = "github.com/cdcsnap/cdcsnap/sink/delta/alldrivers"
-
-// noDriverError says which import registers the driver of scheme: the
-// program links only the drivers it imports (gocloud.dev's convention),
-// so a folder or mem:// table pulls in no cloud SDK.
-func noDriverError(rawURL, scheme string) error {
-	var imp string
-	switch scheme {
-	case "s3":
-		imp = "gocloud.dev/blob/s3blob"
-	case "gs":
-		imp = "gocloud.dev/blob/gcsblob"
-	case "azblob":
-		imp = "gocloud.dev/blob/azureblob"
-	case "abfss", "abfs", "wasbs", "wasb":
-		return adlsURLError(rawURL)
-	default:
-		return fmt.Errorf("delta: table %s: no gocloud.dev/blob driver is registered for %s://: import the driver of that store", rawURL, scheme)
+// storeURLError refuses a URL Open does not take, naming the call and the
+// driver import that open it.
+func storeURLError(rawURL, scheme string) error {
+	if storehints.IsADLS(scheme) {
+		return storehints.ADLSURLError(rawURL)
 	}
-	return fmt.Errorf("delta: table %s: no gocloud.dev/blob driver is registered for %s://: add the import _ %q to your program (or _ %q for every cloud store)", rawURL, scheme, imp, allDrivers)
+	if imp := storehints.DriverImport(scheme); imp != "" {
+		return fmt.Errorf("delta: table %s: Open takes a folder, file:// or mem://; open a %s:// table with %s and the import _ %q in your program (or _ %q for every cloud store)", rawURL, scheme, storehints.OpenCall, imp, storehints.AllDrivers)
+	}
+	return fmt.Errorf("delta: table %s: Open takes a folder, file:// or mem://; open a table in another store with %s and the import of that store's gocloud.dev/blob driver, or with OpenStore", rawURL, storehints.OpenCall)
 }
 
-// bucketURL turns a table URL into the gocloud bucket URL: the path
-// becomes the bucket's prefix (mem:// keeps no path).
-func bucketURL(u *url.URL) string {
-	c := *u
-	if c.Scheme == "mem" {
-		return "mem://"
-	}
-	p := strings.Trim(c.Path, "/")
-	if p == "" {
-		return c.String()
-	}
-	q := c.Query()
-	if q.Get("prefix") == "" {
-		q.Set("prefix", p+"/")
-	}
-	c.Path, c.RawPath, c.RawQuery = "", "", q.Encode()
-	return c.String()
+// Store holds a table's objects, keyed by their slash-separated paths
+// relative to the table's root ("_delta_log/00000000000000000000.json",
+// "part-00000-<uuid>-c000.snappy.parquet"). Open uses a folder's or
+// memory's; package sink/delta/blobstore adapts any gocloud.dev bucket;
+// a program may bring its own to OpenStore.
+//
+// A missing object is an error matching fs.ErrNotExist (errors.Is), in
+// every method. An error with a method Hint() string, saying what fixes
+// a store that is not set up, has that lead the table's error. Commits
+// rely on NewWriter's put-if-absent being atomic
+// across every writer of the table: the table refuses a store whose
+// second put-if-absent of one key succeeds (ErrNoConditionalWrites).
+type Store interface {
+	// ReadAll returns the whole object.
+	ReadAll(ctx context.Context, key string) ([]byte, error)
+	// NewRangeReader reads length bytes of the object from offset
+	// (fewer at its end).
+	NewRangeReader(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error)
+	// Size returns the object's size in bytes.
+	Size(ctx context.Context, key string) (int64, error)
+	// List returns, in ascending byte order, the keys that start with
+	// prefix up to the next "/" after it: objects, and folders (any
+	// object below them) as their key up to and including that "/".
+	List(ctx context.Context, prefix string) ([]string, error)
+	// NewWriter starts writing an object, which appears whole at Close
+	// or not at all: not when ctx is cancelled before Close (Close then
+	// returns an error), nor, with ifNotExist, when key exists (Close,
+	// or NewWriter, then returns an error matching fs.ErrExist).
+	NewWriter(ctx context.Context, key string, ifNotExist bool) (io.WriteCloser, error)
+	// Delete removes the object.
+	Delete(ctx context.Context, key string) error
+	// Close releases the store; Table.Close calls it.
+	Close() error
 }
 
-// OpenBucket opens the Delta table at the root of an open bucket (use
-// blob.PrefixedBucket for a folder in it). Close leaves the bucket open.
-// Commits use the bucket's IfNotExist writes, which are atomic across
-// processes on S3, GCS and Azure but only within one process on fileblob:
-// use Open for a local folder shared by processes.
-func OpenBucket(b *blob.Bucket, name string, opts Options) *Table {
-	return newTable(name, b, "", opts)
+// OpenStore opens the Delta table at the root of s, which need not exist
+// yet; name names it in errors and logs. The table's Close closes s.
+func OpenStore(s Store, name string, opts Options) (*Table, error) {
+	if err := opts.Create.validate(); err != nil {
+		return nil, err
+	}
+	return newTable(name, s, "", opts), nil
 }
 
-func newTable(name string, b *blob.Bucket, localRoot string, opts Options) *Table {
+func newTable(name string, s deltalog.Store, localRoot string, opts Options) *Table {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("table", name)
-	return &Table{url: name, bucket: b, localRoot: localRoot, opts: opts, log: log,
-		dlog: &deltalog.Log{URL: name, Bucket: b, LocalRoot: localRoot, Logger: log, CheckTxn: checkRecordTxn, CheckCommit: checkSnapshotRows}}
+	return &Table{url: name, store: s, localRoot: localRoot, opts: opts, log: log,
+		dlog: &deltalog.Log{URL: name, Store: s, LocalRoot: localRoot, Logger: log, CheckTxn: checkRecordTxn, CheckCommit: checkSnapshotRows}}
 }
 
-// Close releases the bucket Open opened. The table's methods fail with
+// Close closes the table's store. The table's methods fail with
 // ErrClosed afterwards.
 func (t *Table) Close() error {
 	t.mu.Lock()
@@ -205,10 +192,7 @@ func (t *Table) Close() error {
 		return nil
 	}
 	t.closed = true
-	if t.ownBucket {
-		return t.bucket.Close()
-	}
-	return nil
+	return t.store.Close()
 }
 
 // current returns the table's latest state, replaying only the commits
@@ -225,8 +209,12 @@ func (t *Table) current(ctx context.Context) (*deltalog.State, error) {
 	if err != nil {
 		// The first operation on a table reads its log: where a store
 		// that is not set up (region, account, credentials, bucket)
-		// fails.
-		return nil, withStoreHint(t.url, err)
+		// fails, and what fixes it leads the error.
+		var h interface{ Hint() string }
+		if errors.As(err, &h) && h.Hint() != "" {
+			return nil, storehints.Lead(t.url, h.Hint(), err)
+		}
+		return nil, err
 	}
 	t.mu.Lock()
 	if t.cache == nil || s.Version >= t.cache.Version {

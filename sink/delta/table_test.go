@@ -3,7 +3,6 @@ package delta
 import (
 	"context"
 	"errors"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,27 +11,10 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/memblob"
 
+	"github.com/cdcsnap/cdcsnap/internal/bucketstore"
 	"github.com/cdcsnap/cdcsnap/internal/deltalog"
 	"github.com/cdcsnap/cdcsnap/internal/faultblob"
 )
-
-func TestBucketURL(t *testing.T) {
-	for in, want := range map[string]string{
-		"s3://bucket/bronze/orders?region=eu-west-1": "s3://bucket?prefix=bronze%2Forders%2F&region=eu-west-1",
-		"gs://bucket/a/b/":                           "gs://bucket?prefix=a%2Fb%2F",
-		"azblob://container":                         "azblob://container",
-		"s3://bucket/x?prefix=y/":                    "s3://bucket?prefix=y%2F",
-		"mem://anything":                             "mem://",
-	} {
-		u, err := url.Parse(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := bucketURL(u); got != want {
-			t.Errorf("bucketURL(%s) = %s, want %s", in, got, want)
-		}
-	}
-}
 
 func TestOpenFileURL(t *testing.T) {
 	ctx := context.Background()
@@ -71,8 +53,11 @@ func TestRefusesStoreWithoutConditionalWrites(t *testing.T) {
 			fb.IgnoreIfNotExist()
 		}
 		b := fb.Bucket()
-		tb := OpenBucket(b, "mem://probe", Options{})
-		_, err := takeSnapshot(ctx, t, tb, snapshotInfo(t, schema, "dbo_Orders", "0x0000002A000000100001"), 2, 10)
+		tb, err := OpenStore(bucketstore.New(b, "mem://probe", false), "mem://probe", Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = takeSnapshot(ctx, t, tb, snapshotInfo(t, schema, "dbo_Orders", "0x0000002A000000100001"), 2, 10)
 		if honours != (err == nil) || !honours && !errors.Is(err, deltalog.ErrNoConditionalWrites) {
 			t.Fatalf("honours %v: %v", honours, err)
 		}
@@ -89,32 +74,53 @@ func TestRefusesStoreWithoutConditionalWrites(t *testing.T) {
 	}
 }
 
-// TestOpenNamesTheDriverImport: sink/delta registers no cloud driver, so a
-// cloud URL whose driver the program did not import is refused before
-// any I/O, with the import line to add.
-func TestOpenNamesTheDriverImport(t *testing.T) {
+// TestOpenRefusesStoreURLs: Open takes a folder, file:// and mem://
+// only (package delta links no cloud SDK); any other URL is refused
+// before any I/O with the call that opens it and, for a cloud store, the
+// driver's import.
+func TestOpenRefusesStoreURLs(t *testing.T) {
+	const call = "blobstore.Open (package github.com/cdcsnap/cdcsnap/sink/delta/blobstore)"
 	for _, tc := range []struct{ url, imp string }{
 		{"s3://lake/bronze/orders?region=eu-west-1", `_ "gocloud.dev/blob/s3blob"`},
 		{"gs://lake/bronze/orders", `_ "gocloud.dev/blob/gcsblob"`},
 		{"azblob://lake/bronze/orders", `_ "gocloud.dev/blob/azureblob"`},
+		{"abfss://bronze@mylake.dfs.core.windows.net/orders", `_ "gocloud.dev/blob/azureblob"`},
+		{"ftp://host/t", "OpenStore"},
 	} {
 		tb, err := Open(context.Background(), tc.url, Options{})
 		if err == nil {
 			tb.Close()
-			t.Fatalf("Open(%s) succeeded without the driver", tc.url)
+			t.Fatalf("Open(%s) succeeded", tc.url)
 		}
-		for _, want := range []string{tc.imp, `_ "github.com/cdcsnap/cdcsnap/sink/delta/alldrivers"`, tc.url} {
+		for _, want := range []string{"delta: table " + tc.url + ": ", call, tc.imp} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("Open(%s): %v; want it to name %s", tc.url, err, want)
 			}
 		}
 	}
-	if _, err := Open(context.Background(), "ftp://host/t", Options{}); err == nil || !strings.Contains(err.Error(), "no gocloud.dev/blob driver is registered for ftp://") {
-		t.Errorf("Open(ftp://host/t): %v", err)
-	}
-	tb, err := Open(context.Background(), "mem://", Options{})
+}
+
+// TestMemURLIsANewTablePerOpen: each Open of mem:// is its own empty
+// table in memory, gone with it.
+func TestMemURLIsANewTablePerOpen(t *testing.T) {
+	ctx := context.Background()
+	schema := bronze(t, capturedSchema())
+	first, err := Open(ctx, "mem://", Options{})
 	if err != nil {
-		t.Fatalf("Open(mem://): %v", err)
+		t.Fatal(err)
 	}
-	tb.Close()
+	defer first.Close()
+	if _, err := takeSnapshot(ctx, t, first, snapshotInfo(t, schema, "a", "0x0000002A00000F380003"), 1, 3); err != nil {
+		t.Fatal(err)
+	}
+	second, err := Open(ctx, "mem://", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	for tb, want := range map[*Table]int64{first: 0, second: -1} {
+		if v, err := tb.Version(ctx); err != nil || v != want {
+			t.Errorf("Version = %d, %v; want %d", v, err, want)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strings"
@@ -17,7 +18,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/parquet"
-	"gocloud.dev/blob"
 
 	"github.com/cdcsnap/cdcsnap/internal/deltalog"
 	"github.com/cdcsnap/cdcsnap/internal/parquetprops"
@@ -250,7 +250,7 @@ func formatTS(micros int64) string {
 type dataFile struct {
 	name   string
 	cancel context.CancelFunc
-	bw     *blob.Writer
+	bw     io.WriteCloser
 	fw     *pqfile.Writer
 	stats  []colStats
 	rows   int64
@@ -286,7 +286,7 @@ func (s *fileSet) open(ctx context.Context) error {
 	s.seq++
 	name := fmt.Sprintf("%spart-%05d-%s-c%03d.snappy.parquet", s.dir, s.partition, deltalog.NewUUID(), s.seq-1)
 	wctx, cancel := context.WithCancel(ctx)
-	bw, err := s.t.bucket.NewWriter(wctx, name, &blob.WriterOptions{ContentType: "application/octet-stream"})
+	bw, err := s.t.store.NewWriter(wctx, name, false)
 	if err != nil {
 		cancel()
 		return fmt.Errorf("delta: creating data file %s: %w", name, err)
@@ -389,7 +389,7 @@ func (s *fileSet) finish() error {
 	return nil
 }
 
-// abort cancels the file being written (the blob store drops it) and
+// abort cancels the file being written (the store drops it) and
 // deletes the finished ones, best effort: they were never referenced.
 func (s *fileSet) abort(ctx context.Context) {
 	if f := s.cur; f != nil {
@@ -399,7 +399,7 @@ func (s *fileSet) abort(ctx context.Context) {
 		_ = f.bw.Close()
 	}
 	for _, a := range s.done {
-		_ = s.t.bucket.Delete(context.WithoutCancel(ctx), a.Key())
+		_ = s.t.store.Delete(context.WithoutCancel(ctx), a.Key())
 	}
 	s.done = nil
 }

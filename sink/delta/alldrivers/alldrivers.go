@@ -1,6 +1,6 @@
 // Package alldrivers registers gocloud.dev's blob drivers for every cloud
-// store sink/delta writes to, so delta.Open takes s3://, gs:// and
-// azblob:// URLs:
+// store sink/delta writes to, so blobstore.Open (package
+// sink/delta/blobstore) takes s3://, gs:// and azblob:// URLs:
 //
 //	import _ "github.com/cdcsnap/cdcsnap/sink/delta/alldrivers"
 //

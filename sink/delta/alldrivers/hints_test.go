@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cdcsnap/cdcsnap/sink/delta"
+	"github.com/cdcsnap/cdcsnap/sink/delta/blobstore"
 )
 
 // noCloudSetup clears what the SDKs read for region, account and
@@ -42,7 +43,7 @@ func TestStoreErrorsSayWhatFixesThem(t *testing.T) {
 	} {
 		t.Run(tc.url, func(t *testing.T) {
 			noCloudSetup(t)
-			tb, err := delta.Open(context.Background(), tc.url, delta.Options{})
+			tb, err := blobstore.Open(context.Background(), tc.url, delta.Options{})
 			if err == nil {
 				_, err = tb.Version(context.Background())
 				tb.Close()

@@ -1,4 +1,8 @@
-package delta
+// Package storehints says what fixes a store that refuses a table: the
+// driver import a cloud URL needs, the setting its SDK's error points to,
+// the azblob:// URL of Spark's Azure URL. sink/delta and its package
+// blobstore both word their errors with it.
+package storehints
 
 import (
 	"fmt"
@@ -49,16 +53,12 @@ var storeHints = []storeHint{
 		"the bucket does not exist: create it, or check its name"},
 }
 
-// withStoreHint returns err with what fixes it first, when err is a
-// refusal of rawURL's store that storeHints knows; else err. The store's
-// own message stays, and errors.Is and errors.As see through.
-func withStoreHint(rawURL string, err error) error {
-	if err == nil {
-		return nil
-	}
+// Hint returns what fixes err, a refusal of rawURL's store, when
+// storeHints knows it; else "".
+func Hint(rawURL string, err error) string {
 	u, perr := url.Parse(rawURL)
-	if perr != nil {
-		return err
+	if err == nil || perr != nil {
+		return ""
 	}
 	msg := err.Error()
 	for _, h := range storeHints {
@@ -67,20 +67,35 @@ func withStoreHint(rawURL string, err error) error {
 		}
 		for _, text := range h.texts {
 			if strings.Contains(msg, text) {
-				return fmt.Errorf("delta: table %s: %s (the store said: %w)", rawURL, h.hint, err)
+				return h.hint
 			}
 		}
+	}
+	return ""
+}
+
+// Wrap returns err with what fixes it first (Lead), when err is a
+// refusal of rawURL's store that storeHints knows; else err.
+func Wrap(rawURL string, err error) error {
+	if h := Hint(rawURL, err); h != "" {
+		return Lead(rawURL, h, err)
 	}
 	return err
 }
 
-// adlsURLError answers Spark's URL of an Azure storage account
+// Lead returns err with hint, what fixes it, first. The store's own
+// message stays, and errors.Is and errors.As see through.
+func Lead(rawURL, hint string, err error) error {
+	return fmt.Errorf("delta: table %s: %s (the store said: %w)", rawURL, hint, err)
+}
+
+// ADLSURLError answers Spark's URL of an Azure storage account
 // (abfss://container@account.dfs.core.windows.net/path, or wasbs:// with
 // blob.core.windows.net), which no gocloud.dev driver takes, with the
 // azblob:// URL that reaches the same data through the Blob API (which
 // works on accounts with a hierarchical namespace: Microsoft,
 // "Multi-protocol access on Azure Data Lake Storage").
-func adlsURLError(rawURL string) error {
+func ADLSURLError(rawURL string) error {
 	u, err := url.Parse(rawURL)
 	container, account := "<container>", "<account>"
 	if err == nil && u.User != nil && u.User.Username() != "" {
@@ -91,5 +106,35 @@ func adlsURLError(rawURL string) error {
 	if err == nil {
 		path = strings.TrimPrefix(u.Path, "/")
 	}
-	return fmt.Errorf("delta: table %s: that is Spark's URL of an Azure storage account; here it is azblob://%s/%s with AZURE_STORAGE_ACCOUNT=%s (and the import _ %q)", rawURL, container, path, account, "gocloud.dev/blob/azureblob")
+	return fmt.Errorf("delta: table %s: that is Spark's URL of an Azure storage account; here it is azblob://%s/%s with AZURE_STORAGE_ACCOUNT=%s through %s with the import _ %q", rawURL, container, path, account, OpenCall, "gocloud.dev/blob/azureblob")
+}
+
+// AllDrivers is the package that registers every cloud store's driver.
+const AllDrivers = "github.com/cdcsnap/cdcsnap/sink/delta/alldrivers"
+
+// OpenCall is the call that opens a table in a cloud store.
+const OpenCall = "blobstore.Open (package github.com/cdcsnap/cdcsnap/sink/delta/blobstore)"
+
+// DriverImport returns the package that registers gocloud.dev's driver
+// of a URL scheme, "" for a scheme no driver of ours serves.
+func DriverImport(scheme string) string {
+	switch scheme {
+	case "s3":
+		return "gocloud.dev/blob/s3blob"
+	case "gs":
+		return "gocloud.dev/blob/gcsblob"
+	case "azblob":
+		return "gocloud.dev/blob/azureblob"
+	}
+	return ""
+}
+
+// IsADLS reports whether scheme is one of Spark's for Azure storage
+// accounts, which ADLSURLError answers.
+func IsADLS(scheme string) bool {
+	switch scheme {
+	case "abfss", "abfs", "wasbs", "wasb":
+		return true
+	}
+	return false
 }
