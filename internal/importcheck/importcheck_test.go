@@ -242,24 +242,28 @@ func freshGoMod(t *testing.T, goBin, root string) ([]byte, error) {
 	return []byte(b.String()), nil
 }
 
-// heavyPackages are packages the README's program must not link: arrow-go's
-// Flight (gRPC and protobuf with it), which pqarrow imports for the Arrow
-// schema it stores in a footer (arrow-go v18.9.0 parquet/pqarrow/schema.go
-// and file_writer.go), and pqarrow itself. internal/pqfile writes and
-// reads Parquet without them.
-var heavyPackages = []string{"github.com/apache/arrow-go/v18/arrow/flight", "github.com/apache/arrow-go/v18/parquet/pqarrow"}
+// heavyPackages are packages (with every package below them) the
+// README's program, which writes to a local folder, must not link:
+// arrow-go's Flight, which pqarrow imports for the Arrow schema it stores
+// in a footer (arrow-go v18.9.0 parquet/pqarrow/schema.go and
+// file_writer.go), and pqarrow itself (internal/pqfile writes and reads
+// Parquet without them); gocloud.dev, whose blob package links gRPC
+// through gax-go for its retries and protobuf for its error codes
+// (gocloud.dev v0.49.0 internal/retry/retry.go, internal/gcerr) and is
+// for cloud tables only (package sink/delta/blobstore); and gRPC and
+// protobuf, whoever would bring them in.
+var heavyPackages = []string{
+	"github.com/apache/arrow-go/v18/arrow/flight",
+	"github.com/apache/arrow-go/v18/parquet/pqarrow",
+	"gocloud.dev",
+	"google.golang.org/grpc",
+	"google.golang.org/protobuf",
+}
 
-// grpcImporters are the packages of the program allowed to import
-// google.golang.org/grpc: gocloud.dev/blob's retry helper imports gax-go
-// for its backoff (gocloud.dev v0.49.0 internal/retry/retry.go), and
-// gax-go imports gRPC, so every gocloud.dev program links it. Nothing else
-// may bring it in.
-var grpcImporters = []string{"github.com/googleapis/gax-go/v2"}
-
-// TestProgramLinksNoFlight lists the packages the usage program links
-// (go list -deps) and fails when arrow-go's Flight or pqarrow is among
-// them, or when a package other than grpcImporters imports gRPC.
-func TestProgramLinksNoFlight(t *testing.T) {
+// TestProgramLinksNoHeavyPackage lists the packages the usage program
+// links (go list -deps) and fails when one of heavyPackages is among
+// them, naming the package of the program that imports it.
+func TestProgramLinksNoHeavyPackage(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skipf("no go command on PATH: %v", err)
@@ -287,8 +291,14 @@ func TestProgramLinksNoFlight(t *testing.T) {
 	}
 }
 
+// heavy reports whether pkg is one of heavyPackages or below one.
+func heavy(pkg string) bool {
+	return slices.ContainsFunc(heavyPackages, func(h string) bool { return pkg == h || strings.HasPrefix(pkg, h+"/") })
+}
+
 // linkedHeavy reads go list lines ("package import import ...") and
-// returns what breaks the rule, and how many packages there are.
+// returns what breaks the rule (each heavy package a package outside
+// them imports), and how many packages there are.
 func linkedHeavy(list string) (bad []string, packages int) {
 	for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
 		fields := strings.Fields(line)
@@ -296,15 +306,12 @@ func linkedHeavy(list string) (bad []string, packages int) {
 			continue
 		}
 		packages++
-		pkg := fields[0]
-		for _, h := range heavyPackages {
-			if pkg == h || strings.HasPrefix(pkg, h+"/") {
-				bad = append(bad, "the program links "+pkg)
-			}
+		if heavy(fields[0]) {
+			continue
 		}
 		for _, imp := range fields[1:] {
-			if imp == "google.golang.org/grpc" && !slices.Contains(grpcImporters, pkg) {
-				bad = append(bad, pkg+" imports google.golang.org/grpc")
+			if heavy(imp) {
+				bad = append(bad, fields[0]+" imports "+imp)
 			}
 		}
 	}
@@ -313,16 +320,19 @@ func linkedHeavy(list string) (bad []string, packages int) {
 
 func TestLinkedHeavy(t *testing.T) {
 	bad, n := linkedHeavy("main fmt github.com/cdcsnap/cdcsnap/sink/delta\n" +
+		"github.com/cdcsnap/cdcsnap/sink/delta gocloud.dev/blob github.com/apache/arrow-go/v18/parquet/pqarrow\n" +
 		"github.com/apache/arrow-go/v18/parquet/pqarrow github.com/apache/arrow-go/v18/arrow/flight\n" +
-		"github.com/apache/arrow-go/v18/arrow/flight/gen/flight google.golang.org/grpc\n" +
+		"gocloud.dev/blob github.com/googleapis/gax-go/v2\n" +
 		"github.com/googleapis/gax-go/v2 google.golang.org/grpc\n" +
+		"github.com/cdcsnap/cdcsnap/snapshot google.golang.org/protobuf/proto gocloud.devx/y\n" +
 		"github.com/apache/arrow-go/v18/arrow/flightsql x\n")
 	want := []string{
-		"the program links github.com/apache/arrow-go/v18/parquet/pqarrow",
-		"the program links github.com/apache/arrow-go/v18/arrow/flight/gen/flight",
-		"github.com/apache/arrow-go/v18/arrow/flight/gen/flight imports google.golang.org/grpc",
+		"github.com/cdcsnap/cdcsnap/sink/delta imports gocloud.dev/blob",
+		"github.com/cdcsnap/cdcsnap/sink/delta imports github.com/apache/arrow-go/v18/parquet/pqarrow",
+		"github.com/googleapis/gax-go/v2 imports google.golang.org/grpc",
+		"github.com/cdcsnap/cdcsnap/snapshot imports google.golang.org/protobuf/proto",
 	}
-	if n != 5 || !slices.Equal(bad, want) {
-		t.Errorf("linkedHeavy = %q, %d; want %q, 5", bad, n, want)
+	if n != 7 || !slices.Equal(bad, want) {
+		t.Errorf("linkedHeavy = %q, %d; want %q, 7", bad, n, want)
 	}
 }

@@ -15,7 +15,7 @@ func main() {
 	must(db.CreateTable(fake.TableDef{Schema: "dbo", Name: "orders", Key: []string{"id"},
 		Columns: []fake.ColumnDef{{Name: "id", Type: "bigint"}, {Name: "item", Type: "nvarchar(40)"}},
 		Rows:    []fake.Row{{int64(1), "tea"}, {int64(2), "cake"}}, CaptureInstance: "dbo_orders"}))
-	table, err := delta.Open(context.Background(), "bronze/orders", delta.Options{}) // or s3://bucket/bronze/orders
+	table, err := delta.Open(context.Background(), "bronze/orders", delta.Options{}) // blobstore.Open for s3://bucket/bronze/orders
 	must(err)
 	defer table.Close()
 	from, res, err := snapshot.Bootstrap(context.Background(), db, table, snapshot.Options{CaptureInstance: "dbo_orders"})
