@@ -17,7 +17,9 @@
 //   - source: the Source interface a snapshot reads from; source/sqlserver
 //     implements it on go-mssqldb.
 //   - sink: the Sink interface a snapshot writes to and the bronze schema;
-//     sink/delta implements it as a Delta table on any gocloud.dev bucket.
+//     sink/delta implements it as a Delta table in a local folder or
+//     memory, and sink/delta/blobstore opens one in any gocloud.dev bucket
+//     (S3, GCS, Azure Blob).
 //   - fake: an in-memory CDC database and sink that behave like the real
 //     thing where it matters, for tests of this module and of yours.
 //   - snapshot: one capture instance: whole snapshots (Take, Bootstrap, and
