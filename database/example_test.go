@@ -38,8 +38,8 @@ func exampleDB() *fake.DB {
 // the rerun finds every snapshot and reads nothing. The zero Selection
 // takes every instance the source lists (database.Lister: the fake and
 // source/sqlserver both list); Selection.Names, Schemas or Patterns would
-// narrow it. With Delta tables, Open would call delta.Open(ctx, target,
-// delta.Options{}) and the template would be, say,
+// narrow it. With Delta tables, Open would call blobstore.Open(ctx,
+// target, delta.Options{}) and the template would be, say,
 // "s3://lake/bronze/{schema}/{table}".
 func Example() {
 	db := exampleDB()
