@@ -8,13 +8,14 @@ import (
 	"github.com/cdcsnap/cdcsnap/internal/parquetprops"
 )
 
-// constColumns hands pqarrow the bronze string columns that hold one
+// constColumns hands the Parquet writer (internal/pqfile over arrow-go's
+// column writers) the bronze string columns that hold one
 // value in every row of a batch (the capture instance, and a snapshot's
-// LSN columns) as dictionary arrays whose indices are all 0. pqarrow then
+// LSN columns) as dictionary arrays whose indices are all 0. The writer then
 // writes the indices without hashing each value and takes the column's
 // statistics from the one-value dictionary: internal/bench measured this
 // as the writer's largest cost after compression. The Parquet file is the
-// same: pqarrow writes such a column as a dictionary-encoded UTF-8 column
+// same: the writer writes such a column as a dictionary-encoded UTF-8 column
 // either way and stores no Arrow schema.
 type constColumns struct {
 	mem      memory.Allocator
@@ -77,7 +78,7 @@ func constantString(arr arrow.Array) (string, bool) {
 
 // convert returns rec in c.schema (release it after use). A batch in
 // which a chosen column varies gets that column dictionary-encoded the
-// general way; pqarrow then writes it correctly, only without the saving.
+// general way; the writer then writes it correctly, only without the saving.
 func (c *constColumns) convert(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	n := int(rec.NumRows())
 	zeros := c.zerosOf(n)

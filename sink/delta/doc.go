@@ -21,7 +21,7 @@
 // (capture instance, batch id).
 //
 // A snapshot partition's bronze string constants (capture instance, start
-// LSN, snapshot LSN) reach pqarrow as one-value dictionaries, so they are
+// LSN, snapshot LSN) reach the writer as one-value dictionaries, so they are
 // neither hashed nor compared row by row; the file is the same. Files are
 // assembled from arrow-go's column writers by internal/pqfile, which
 // compresses data pages with s2's fast Snappy encoder per writer: arrow-go's

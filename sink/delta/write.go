@@ -409,8 +409,8 @@ func (s *fileSet) abort(ctx context.Context) {
 // wrote stays referenced (and it tries to delete what it wrote). constant
 // says the bronze metadata holds one value per call (a snapshot partition
 // or chunk), so the constant-column path pays (see constColumns); change
-// rows vary, and a value changing mid-row-group makes pqarrow fall back to
-// plain encoding for that column chunk.
+// rows vary, and a value changing mid-row-group makes arrow-go's column
+// writer fall back to plain encoding for that column chunk.
 func (t *Table) writeRecords(ctx context.Context, schema *arrow.Schema, partition int, rr array.RecordReader, constant bool) ([]deltalog.AddFile, int64, error) {
 	st, err := t.effective(ctx, schema)
 	if err != nil {
