@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,9 @@ type measure struct {
 	Seconds  float64
 	OutBytes int64   // Parquet bytes written
 	CPU      float64 // process CPU seconds (user + system) during the run
+	// Allocs is the heap objects this process allocated during the run
+	// (every goroutine's: run alone for a client's own figure).
+	Allocs uint64
 }
 
 func (m measure) rowsPerSec() float64 { return float64(m.Rows) / m.Seconds }
@@ -45,12 +49,26 @@ func (m measure) rowsPerSec() float64 { return float64(m.Rows) / m.Seconds }
 // cpuPerRow is CPU microseconds per row.
 func (m measure) cpuPerRow() float64 { return m.CPU * 1e6 / float64(m.Rows) }
 
-// withCPU runs f and records the process CPU time it took.
+// allocsPerRow is heap objects allocated per row.
+func (m measure) allocsPerRow() float64 { return float64(m.Allocs) / float64(m.Rows) }
+
+// withCPU runs f and records the process CPU time it took and the heap
+// objects it allocated.
 func withCPU(f func() (measure, error)) (measure, error) {
+	a := heapAllocs()
 	c := cpuNow()
 	m, err := f()
 	m.CPU = (cpuNow() - c).Seconds()
+	m.Allocs = heapAllocs() - a
 	return m, err
+}
+
+// heapAllocs is the heap objects this process has allocated so far, tiny
+// ones (an int64 in an interface) included.
+func heapAllocs() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.Mallocs
 }
 
 // ipcSink is a sink.Sink that writes the stamped bronze records of a

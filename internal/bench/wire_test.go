@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -88,4 +89,24 @@ func readColumns(t *testing.T, src source.Source, ci *source.CaptureInstance, r 
 		out[i] = a
 	}
 	return out
+}
+
+// TestWithCPUCountsAllocations: withCPU's allocation count is the heap
+// objects the run allocated, the figure -wire-peers prints per row.
+func TestWithCPUCountsAllocations(t *testing.T) {
+	const n = 1000
+	var keep [][]byte
+	m, err := withCPU(func() (measure, error) {
+		for range n {
+			keep = append(keep, make([]byte, 64))
+		}
+		return measure{Rows: n}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.KeepAlive(keep)
+	if got := m.allocsPerRow(); got < 1 || got > 1.5 {
+		t.Errorf("allocsPerRow = %.3f (%d objects for %d rows), want about 1 (one []byte per row)", got, m.Allocs, n)
+	}
 }

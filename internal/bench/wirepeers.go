@@ -46,6 +46,9 @@ type wirePeer struct {
 	read func(ctx context.Context, passes int) ([]measure, error)
 	// passes is how many passes a round reads.
 	passes int
+	// allocs: the client runs in this process, so its measures count its
+	// heap allocations.
+	allocs bool
 }
 
 // peerPass is what peer_odbc.py and JdbcRead print per pass.
@@ -154,7 +157,7 @@ func jdbcPeer(work, host, port, user, password, query string) (wirePeer, error) 
 // goScanPeer is go-mssqldb's plain database/sql loop: Scan every column
 // into an any.
 func goScanPeer(db *sql.DB, query string) wirePeer {
-	p := wirePeer{name: "go-mssqldb v1.11.2, database/sql Scan into any", passes: wirePeerPasses}
+	p := wirePeer{name: "go-mssqldb v1.11.2, database/sql Scan into any", passes: wirePeerPasses, allocs: true}
 	p.read = func(ctx context.Context, passes int) ([]measure, error) {
 		var ms []measure
 		for range passes {
@@ -193,7 +196,7 @@ func goScanPeer(db *sql.DB, query string) wirePeer {
 // cdcsnapPeer is source/sqlserver's ReadRange of the whole table into
 // Arrow record batches, on one connection.
 func cdcsnapPeer(src *sqlserver.Source, ci *source.CaptureInstance, prof string) wirePeer {
-	p := wirePeer{name: "cdcsnap read path (source/sqlserver into Arrow)", passes: wirePeerPasses}
+	p := wirePeer{name: "cdcsnap read path (source/sqlserver into Arrow)", passes: wirePeerPasses, allocs: true}
 	first := true
 	p.read = func(ctx context.Context, passes int) ([]measure, error) {
 		var ms []measure
@@ -311,7 +314,11 @@ func wirePeersTable(ctx context.Context, cfg config, work string, n int64, w io.
 				return fmt.Errorf("bench: %s read %d rows, want %d", p.name, last.Rows, n)
 			}
 			results[i] = append(results[i], last)
-			fmt.Fprintf(os.Stderr, "  round %d: %-50s %.2f µs/row CPU, %.0f rows/s\n", r+1, p.name, last.cpuPerRow(), last.rowsPerSec())
+			allocs := ""
+			if p.allocs {
+				allocs = fmt.Sprintf(", %.2f allocs/row", last.allocsPerRow())
+			}
+			fmt.Fprintf(os.Stderr, "  round %d: %-50s %.2f µs/row CPU, %.0f rows/s%s\n", r+1, p.name, last.cpuPerRow(), last.rowsPerSec(), allocs)
 		}
 	}
 	cpu := make([]float64, len(peers))
@@ -324,15 +331,18 @@ func wirePeersTable(ctx context.Context, cfg config, work string, n int64, w io.
 			odbc = i
 		}
 	}
-	fmt.Fprintln(w, "| client | rows/s | client CPU µs/row | CPU / ODBC 18's | rows/s / ODBC 18's |")
-	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: |")
+	fmt.Fprintln(w, "| client | rows/s | client CPU µs/row | CPU / ODBC 18's | rows/s / ODBC 18's | client allocs/row |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: |")
 	for i, p := range peers {
-		ratioCPU, ratioRate := "-", "-"
+		ratioCPU, ratioRate, allocs := "-", "-", "-"
 		if odbc >= 0 {
 			ratioCPU = fmt.Sprintf("%.2f", cpu[i]/cpu[odbc])
 			ratioRate = fmt.Sprintf("%.2f", rate[i]/rate[odbc])
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %.2f | %s | %s |\n", p.name, rate[i], cpu[i], ratioCPU, ratioRate)
+		if p.allocs {
+			allocs = fmt.Sprintf("%.2f", median(mapSlice(results[i], measure.allocsPerRow)))
+		}
+		fmt.Fprintf(w, "| %s | %.0f | %.2f | %s | %s | %s |\n", p.name, rate[i], cpu[i], ratioCPU, ratioRate, allocs)
 	}
 	for _, m := range missing {
 		fmt.Fprintln(w, "\n"+m)
