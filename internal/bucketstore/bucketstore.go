@@ -6,6 +6,7 @@ package bucketstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -31,10 +32,11 @@ func New(b *blob.Bucket, url string, closeBucket bool) *Store {
 	return &Store{b: b, url: url, close: closeBucket}
 }
 
-// err makes gocloud.dev's error codes the standard library's sentinels,
-// keeping err in the chain: NotFound is fs.ErrNotExist, and a refused
-// put-if-absent (FailedPrecondition, or AlreadyExists, the code
-// blob.WriterOptions.IfNotExist documents) is fs.ErrExist. A refusal of
+// err makes gocloud.dev's error codes the standard library's sentinels:
+// NotFound is fs.ErrNotExist, and a refused
+// put-if-absent (FailedPrecondition, the code v0.49.0's
+// blob.WriterOptions.IfNotExist documents, or AlreadyExists) is
+// fs.ErrExist. A refusal of
 // a store that is not set up carries what fixes it (the Hint method
 // sink/delta.Store documents).
 func (s *Store) err(err error) error {
@@ -51,17 +53,27 @@ func (s *Store) err(err error) error {
 	return e
 }
 
-// storeError is a bucket's error that also matches the sentinel is.
+// storeError is a bucket's error that matches fs.ErrNotExist or
+// fs.ErrExist only as its gocloud.dev code says, and anything else as the
+// driver's error does. It has no Unwrap: a driver error of another code
+// whose cause is an ENOENT (a proxy's unix socket not there yet) must not
+// read as a missing object, which would make a recorded part Lost or a
+// partial snapshot gone.
 type storeError struct {
 	err  error
 	is   error
 	hint string
 }
 
-func (e *storeError) Error() string        { return e.err.Error() }
-func (e *storeError) Unwrap() error        { return e.err }
-func (e *storeError) Is(target error) bool { return e.is != nil && target == e.is }
-func (e *storeError) Hint() string         { return e.hint }
+func (e *storeError) Error() string { return e.err.Error() }
+func (e *storeError) Is(target error) bool {
+	if target == fs.ErrNotExist || target == fs.ErrExist {
+		return target == e.is
+	}
+	return errors.Is(e.err, target)
+}
+func (e *storeError) As(target any) bool { return errors.As(e.err, target) }
+func (e *storeError) Hint() string       { return e.hint }
 
 // ReadAll returns the whole object.
 func (s *Store) ReadAll(ctx context.Context, key string) ([]byte, error) {

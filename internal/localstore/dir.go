@@ -5,7 +5,10 @@
 //
 // Dir writes the same files gocloud.dev's fileblob (v0.49.0) wrote for
 // sink/delta before (Options{Metadata: MetadataDontWrite, NoTempDir:
-// true}), so tables written through either read through the other.
+// true}), so tables written through either read through the other, but
+// for a key holding text of the form "__0x<hex>__": fileblob stored that
+// file under an escaped name (see Dir.path), which Spark and delta-rs
+// do not read either, and Dir does not find it.
 package localstore
 
 import (

@@ -4,14 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"gocloud.dev/blob/memblob"
 
+	"github.com/cdcsnap/cdcsnap/internal/bucketstore"
 	"github.com/cdcsnap/cdcsnap/internal/deltalog"
+	"github.com/cdcsnap/cdcsnap/internal/faultblob"
 	"github.com/cdcsnap/cdcsnap/sink"
 	"github.com/cdcsnap/cdcsnap/sink/sinktest"
 )
@@ -202,5 +207,36 @@ func TestDeltaRSVacuumAndPartial(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFindPartialKeepsStoreFailures: a store failure that is not a
+// missing object (gocloud.dev code Unknown, here caused by an ENOENT of a
+// dial) fails FindPartial; it neither reports a recorded part Lost nor
+// says there is no partial snapshot.
+func TestFindPartialKeepsStoreFailures(t *testing.T) {
+	ctx := context.Background()
+	fb := faultblob.New(memblob.OpenBucket(nil), true)
+	tb, err := OpenStore(bucketstore.New(fb.Bucket(), "s3://bucket/t", true), "s3://bucket/t", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	info := openPartial(t, tb)
+	writeRecorded(t, tb, info, 0, 0, 100)
+	if p, err := tb.FindPartial(ctx, info.CaptureInstance); err != nil || len(p.Parts) != 1 {
+		t.Fatalf("FindPartial = %+v, %v", p, err)
+	}
+	dial := fmt.Errorf("dial: %w", &os.SyscallError{Syscall: "connect", Err: fs.ErrNotExist})
+	for _, f := range []faultblob.Fault{
+		{Op: faultblob.OpAttributes, Key: `\.parquet$`, Times: -1, Err: dial},
+		{Op: faultblob.OpOpenRead, Key: `plan\.json$`, Times: -1, Err: dial},
+	} {
+		fb.Inject(f)
+		p, err := tb.FindPartial(ctx, info.CaptureInstance)
+		if err == nil || errors.Is(err, sink.ErrNotFound) {
+			t.Errorf("%s of %s failing: FindPartial = %d parts, lost %v, %v; want the store's error", f.Op, f.Key, len(p.Parts), p.Lost, err)
+		}
+		fb.Clear()
 	}
 }
