@@ -286,6 +286,9 @@ func storedArrowSchema(kv metadata.KeyValueMetadata) (*arrow.Schema, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkSchemaMessage(raw); err != nil {
+		return nil, err
+	}
 	rdr, err := ipc.NewReader(bytes.NewReader(raw), ipc.WithAllocator(memory.DefaultAllocator))
 	if err != nil {
 		return nil, err
