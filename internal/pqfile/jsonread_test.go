@@ -169,7 +169,6 @@ func TestJSONColumnsListEncodings(t *testing.T) {
 	// arr: optional group arr (LIST) { repeated group array { required int32 x; } }
 	arrayGroup := must(schema.NewGroupNode("array", parquet.Repetitions.Repeated, schema.FieldList{i32("x", parquet.Repetitions.Required)}, -1))
 	arr := must(schema.NewGroupNodeLogical("arr", parquet.Repetitions.Optional, schema.FieldList{arrayGroup}, schema.ListLogicalType{}, -1))
-	root := must(schema.NewGroupNode("schema", parquet.Repetitions.Required, schema.FieldList{two, bare, arr}, -1)).(*schema.GroupNode)
 	// Columns by row: two [1 2], NULL, [3]; bare [], [], [4 5 6];
 	// arr [{7}], [{8} {9}], NULL.
 	cols := []struct {
@@ -180,32 +179,12 @@ func TestJSONColumnsListEncodings(t *testing.T) {
 		{[]int32{4, 5, 6}, []int16{0, 0, 1, 1, 1}, []int16{0, 0, 0, 1, 1}},
 		{[]int32{7, 8, 9}, []int16{2, 2, 2, 0}, []int16{0, 0, 1, 0}},
 	}
-	var buf bytes.Buffer
-	w := file.NewParquetWriter(&buf, root)
-	rg, err := w.AppendRowGroupChecked()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range cols {
-		cw, err := rg.NextColumn()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := cw.(*file.Int32ColumnChunkWriter).WriteBatch(c.vals, c.def, c.rep); err != nil {
-			t.Fatal(err)
-		}
-		if err := cw.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := rg.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	sameJSON(t, buf.Bytes(), []string{"two", "bare", "arr"}, nil)
-	pf, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()))
+	b := writeColumns(t, schema.FieldList{two, bare, arr}, func(i int, cw file.ColumnChunkWriter) error {
+		_, err := cw.(*file.Int32ColumnChunkWriter).WriteBatch(cols[i].vals, cols[i].def, cols[i].rep)
+		return err
+	})
+	sameJSON(t, b, []string{"two", "bare", "arr"}, nil)
+	pf, err := file.NewParquetReader(bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,10 +272,6 @@ func TestMapEntriesByPosition(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		root, err := schema.NewGroupNode("schema", parquet.Repetitions.Required, schema.FieldList{m}, -1)
-		if err != nil {
-			t.Fatal(err)
-		}
 		// Rows: {region: west, day: NULL}, NULL, {}.
 		rep := []int16{0, 1, 0, 0}
 		cols := []struct {
@@ -306,31 +281,11 @@ func TestMapEntriesByPosition(t *testing.T) {
 			{[]parquet.ByteArray{parquet.ByteArray("region"), parquet.ByteArray("day")}, []int16{2, 2, 0, 1}},
 			{[]parquet.ByteArray{parquet.ByteArray("west")}, []int16{3, 2, 0, 1}},
 		}
-		var buf bytes.Buffer
-		w := file.NewParquetWriter(&buf, root)
-		rg, err := w.AppendRowGroupChecked()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range cols {
-			cw, err := rg.NextColumn()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := cw.(*file.ByteArrayColumnChunkWriter).WriteBatch(c.vals, c.def, rep); err != nil {
-				t.Fatal(err)
-			}
-			if err := cw.Close(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := rg.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		pf, err := Open(bytes.NewReader(buf.Bytes()))
+		b := writeColumns(t, schema.FieldList{m}, func(i int, cw file.ColumnChunkWriter) error {
+			_, err := cw.(*file.ByteArrayColumnChunkWriter).WriteBatch(cols[i].vals, cols[i].def, rep)
+			return err
+		})
+		pf, err := Open(bytes.NewReader(b))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -485,7 +485,14 @@ func deref(vs []*int64) []any {
 // writeLowLevel writes a file of one column, node, with write.
 func writeLowLevel(t *testing.T, node schema.Node, write func(file.ColumnChunkWriter) error) []byte {
 	t.Helper()
-	root, err := schema.NewGroupNode("schema", parquet.Repetitions.Required, schema.FieldList{node}, -1)
+	return writeColumns(t, schema.FieldList{node}, func(_ int, cw file.ColumnChunkWriter) error { return write(cw) })
+}
+
+// writeColumns writes a file of one row group with arrow-go's column
+// writers: the top-level fields, each leaf column i by write(i, ...).
+func writeColumns(t *testing.T, fields schema.FieldList, write func(i int, cw file.ColumnChunkWriter) error) []byte {
+	t.Helper()
+	root, err := schema.NewGroupNode("schema", parquet.Repetitions.Required, fields, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -495,15 +502,17 @@ func writeLowLevel(t *testing.T, node schema.Node, write func(file.ColumnChunkWr
 	if err != nil {
 		t.Fatal(err)
 	}
-	cw, err := rg.NextColumn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := write(cw); err != nil {
-		t.Fatal(err)
-	}
-	if err := cw.Close(); err != nil {
-		t.Fatal(err)
+	for i := range schema.NewSchema(root).NumColumns() {
+		cw, err := rg.NextColumn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := write(i, cw); err != nil {
+			t.Fatal(err)
+		}
+		if err := cw.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := rg.Close(); err != nil {
 		t.Fatal(err)
