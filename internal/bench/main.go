@@ -63,6 +63,7 @@ type config struct {
 	smoke         bool
 	wire          bool // -wire: the read path over TDS instead
 	wirePeers     bool // -wire-peers: the read path beside Microsoft's drivers
+	wireShapes    bool // -wire-shapes: go-mssqldb's cost per row by result shape
 	resume        bool // -resume: a snapshot failed at 90 % and resumed
 	packetSize    int
 	tune          tuning
@@ -106,6 +107,7 @@ func main() {
 	flag.StringVar(&cfg.tune.LimitWriter, "limit-writer", "", "experiment: the limit's Parquet writer, pqfile (the default: sink/delta's) or pqarrow (arrow-go's pqarrow.FileWriter, the limit issue 20 names)")
 	flag.BoolVar(&cfg.wire, "wire", false, "measure the read path over TDS instead: source/sqlserver through go-mssqldb from internal/tdsserver on loopback, beside the generator")
 	flag.BoolVar(&cfg.wirePeers, "wire-peers", false, "measure the read path beside Microsoft's drivers instead: cdcsnap's path, go-mssqldb's Scan loop, mssql-python + ODBC Driver 18 (Arrow fetch) and mssql-jdbc read one table (-rows) from internal/tdsserver, interleaved; -peer=false leaves out the two peers, which install on demand (.ci/pyenv, .ci/jdbcenv)")
+	flag.BoolVar(&cfg.wireShapes, "wire-shapes", false, "measure go-mssqldb's own cost per row instead: the table's values (-rows) sent by internal/tdsserver in five result shapes, from source/sqlserver's 8 columns to one packed varbinary per row and the key alone, each read on one connection with no decoding, interleaved")
 	flag.BoolVar(&cfg.resume, "resume", false, "measure resuming instead: per size and partition count, a clean snapshot, one failed at 90 % of its rows, and its resume (how many rows it reads again); -parallelism sets the workers (default 2)")
 	flag.IntVar(&cfg.packetSize, "packet-size", 0, "with -wire: the TDS packet size the client asks for (0: go-mssqldb's default, 4096)")
 	flag.Parse()
@@ -150,6 +152,13 @@ func main() {
 	}
 	if cfg.resume {
 		if err := runResume(context.Background(), cfg, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if cfg.wireShapes {
+		if err := runWireShapes(context.Background(), cfg, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}

@@ -69,6 +69,9 @@ func (s genServer) Serve(ctx context.Context, req *tdsserver.Request, w *tdsserv
 	if strings.HasPrefix(req.SQL, "SET TRANSACTION ISOLATION LEVEL ") || strings.HasPrefix(req.SQL, "SET LOCK_TIMEOUT ") {
 		return nil
 	}
+	if label, ok := isShapeStatement(req.SQL); ok {
+		return s.serveShape(ctx, label, w)
+	}
 	if !strings.HasPrefix(req.SQL, "SELECT [id], ") || !strings.Contains(req.SQL, "[customer]") || strings.Contains(req.SQL, "UNION ALL") {
 		return fmt.Errorf("bench: not a range read of the generator: %.80q", req.SQL)
 	}
