@@ -6,12 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"io"
-	"io/fs"
+	"github.com/cdcsnap/cdcsnap/internal/localstore"
 )
 
 // Store holds a table's objects, keyed by their slash-separated paths
@@ -88,7 +89,11 @@ func (l *Log) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 			}
 			return err
 		}
-		return nil
+		// The commit is on the disk before the caller hands out what it
+		// records, with the table's own folder's entry (sink/delta's Open
+		// may have just made it); an error here leaves the commit
+		// visible, for a rerun to find.
+		return localstore.SyncDirs(filepath.Dir(l.LocalRoot), filepath.Dir(final))
 	}
 	if err := l.checkConditionalWrites(ctx); err != nil {
 		return err
@@ -118,7 +123,8 @@ func (l *Log) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 const localTempPattern = ".cdcsnap-*.tmp"
 
 // localTemp writes data to a synced temporary file in _delta_log, which
-// becomes a commit or checkpoint by its link or rename.
+// becomes a commit or checkpoint by its link or rename (whose folders are
+// then synced: localstore.SyncDirs).
 func (l *Log) localTemp(data []byte) (string, error) {
 	dir := filepath.Join(l.LocalRoot, "_delta_log")
 	if err := os.MkdirAll(dir, 0o777); err != nil {
@@ -184,7 +190,7 @@ func (l *Log) writeLogFile(ctx context.Context, key string, data []byte) error {
 		os.Remove(tmpName)
 		return err
 	}
-	return nil
+	return localstore.SyncDirs(l.LocalRoot, filepath.Dir(final))
 }
 
 // checkConditionalWrites makes sure, once per Log, that a bucket store

@@ -30,10 +30,12 @@ import (
 // by several processes.
 type Dir struct {
 	root string
+	// sync is (*os.File).Sync; tests watch or fail it.
+	sync func(*os.File) error
 }
 
 // NewDir returns the store of the folder root, which must exist.
-func NewDir(root string) *Dir { return &Dir{root: filepath.Clean(root)} }
+func NewDir(root string) *Dir { return &Dir{root: filepath.Clean(root), sync: (*os.File).Sync} }
 
 // path returns key's file. Keys are written as they are, not escaped:
 // fileblob (blob/fileblob/fileblob.go, escapeKey) hex-escapes control
@@ -208,7 +210,8 @@ func hasFile(dir string) bool {
 
 // NewWriter writes the object to a temporary file beside it, renamed (or,
 // with ifNotExist, linked: atomic across processes, where fileblob's
-// check holds a lock in its process only) to key's name at Close.
+// check holds a lock in its process only) to key's name at Close. Close
+// returns once the file and its name are on the disk (SyncDirs).
 func (d *Dir) NewWriter(ctx context.Context, key string, ifNotExist bool) (io.WriteCloser, error) {
 	p, err := d.path("write", key)
 	if err != nil {
@@ -221,7 +224,7 @@ func (d *Dir) NewWriter(ctx context.Context, key string, ifNotExist bool) (io.Wr
 	if err != nil {
 		return nil, err
 	}
-	return &dirWriter{File: f, ctx: ctx, path: p, ifNotExist: ifNotExist}, nil
+	return &dirWriter{File: f, ctx: ctx, path: p, ifNotExist: ifNotExist, root: d.root, sync: d.sync}, nil
 }
 
 // createTemp creates path.<hex nanoseconds>.tmp with mode 0666 less the
@@ -243,13 +246,22 @@ type dirWriter struct {
 	ctx        context.Context
 	path       string
 	ifNotExist bool
+	root       string
+	sync       func(*os.File) error
 }
 
-// Close gives the file its name, unless the write's context is done.
+// Close gives the file its name, unless the write's context is done: its
+// bytes synced before, the folders holding the name after (SyncDirs).
 func (w *dirWriter) Close() error {
-	err := w.File.Close()
 	tmp := w.File.Name()
 	defer os.Remove(tmp) // a no-op after Rename; Link leaves tmp behind
+	err := w.ctx.Err()
+	if err == nil {
+		err = w.sync(w.File)
+	}
+	if cerr := w.File.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return err
 	}
@@ -263,9 +275,10 @@ func (w *dirWriter) Close() error {
 			}
 			return err
 		}
-		return nil
+	} else if err := os.Rename(tmp, w.path); err != nil {
+		return err
 	}
-	return os.Rename(tmp, w.path)
+	return syncDirs(w.root, filepath.Dir(w.path), w.sync)
 }
 
 // Delete removes the object's file.

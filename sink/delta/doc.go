@@ -39,6 +39,15 @@
 // an error wrapping sink.ErrSnapshotExists. A classic Parquet checkpoint
 // is written every Options.CheckpointInterval commits.
 //
+// On a local folder every file reaches the disk before the log names it:
+// a data file's bytes are synced before it gets its name, and the folders
+// holding the name after, all before its write returns; a commit is
+// synced the same way, with the table's folder, before CommitSnapshot or
+// AppendChanges returns. A power loss or kernel crash then never leaves a commit
+// naming a data file that is empty or missing (Linux's fsync(2) makes a
+// name durable only through a sync of its folder). On Windows folders
+// are not synced (untested there).
+//
 // The store must honour the condition. Before a Table's first conditional
 // write to a store other than a folder it writes a probe object
 // (_cdcsnap/probe/<uuid>) twice put-if-absent, deletes it, and refuses the store with
