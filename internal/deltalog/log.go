@@ -33,6 +33,8 @@ type Log struct {
 	// then written through the file system (a commit's put-if-absent is
 	// a hard link, atomic across processes).
 	LocalRoot string
+	// syncDirs is localstore.SyncDirs; tests watch or fail it.
+	syncDirs func(root, dir string) error
 	// Logger receives debug and warning messages. Nil means silent.
 	Logger *slog.Logger
 	// CheckTxn, when set, refuses a txn action of a commit or checkpoint

@@ -90,10 +90,9 @@ func (l *Log) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 			return err
 		}
 		// The commit is on the disk before the caller hands out what it
-		// records, with the table's own folder's entry (sink/delta's Open
-		// may have just made it); an error here leaves the commit
-		// visible, for a rerun to find.
-		return localstore.SyncDirs(filepath.Dir(l.LocalRoot), filepath.Dir(final))
+		// records; an error here leaves the commit visible, for a rerun
+		// to find.
+		return l.syncLocal(final)
 	}
 	if err := l.checkConditionalWrites(ctx); err != nil {
 		return err
@@ -190,7 +189,22 @@ func (l *Log) writeLogFile(ctx context.Context, key string, data []byte) error {
 		os.Remove(tmpName)
 		return err
 	}
-	return localstore.SyncDirs(l.LocalRoot, filepath.Dir(final))
+	return l.syncLocal(final)
+}
+
+// syncLocal makes the name of the local log file final durable: the
+// folders from its own up to the table's (localstore.SyncDirs; the
+// table's own entry was synced when its folder was made,
+// localstore.MkdirAll).
+func (l *Log) syncLocal(final string) error {
+	sync := l.syncDirs
+	if sync == nil {
+		sync = localstore.SyncDirs
+	}
+	if err := sync(l.LocalRoot, filepath.Dir(final)); err != nil {
+		return fmt.Errorf("delta: table %s: %s is written but not synced to disk: %w", l.URL, filepath.Base(final), err)
+	}
+	return nil
 }
 
 // checkConditionalWrites makes sure, once per Log, that a bucket store

@@ -275,6 +275,9 @@ func (w *dirWriter) Close() error {
 			}
 			return err
 		}
+		// Gone before the folder is synced, so a crash leaves no
+		// temporary name beside the object.
+		_ = os.Remove(tmp)
 	} else if err := os.Rename(tmp, w.path); err != nil {
 		return err
 	}

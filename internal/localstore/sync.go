@@ -26,7 +26,8 @@ import (
 // fsync_fname_ext and Dovecot's fdatasync_path ignore the same two) is not
 // an error. On Windows folders are not synced: FlushFileBuffers needs a
 // handle with GENERIC_WRITE access (learn.microsoft.com, FlushFileBuffers),
-// and os.Open opens a folder for reading.
+// and os.Open opens a folder for reading. A folder reached through a
+// symbolic link is synced, not the folder holding the link.
 func SyncDirs(root, dir string) error { return syncDirs(root, dir, (*os.File).Sync) }
 
 func syncDirs(root, dir string, sync func(*os.File) error) error {
@@ -59,11 +60,39 @@ func syncDir(dir string, sync func(*os.File) error) error {
 		return err
 	}
 	err = sync(f)
+	if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.EBADF) {
+		err = nil
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.EBADF) {
+	return err
+}
+
+// MkdirAll makes folder dir and every missing folder above it, as
+// os.MkdirAll does (mode 0777 less the umask), then syncs the folders
+// holding the entries it added (SyncDirs), so a table's new folder
+// survives a crash once its first commit has.
+func MkdirAll(dir string) error { return mkdirAll(dir, (*os.File).Sync) }
+
+func mkdirAll(dir string, sync func(*os.File) error) error {
+	dir = filepath.Clean(dir)
+	existing := dir
+	for {
+		if _, err := os.Stat(existing); err == nil {
+			break
+		}
+		up := filepath.Dir(existing)
+		if up == existing {
+			break
+		}
+		existing = up
+	}
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return err
+	}
+	if existing == dir {
 		return nil
 	}
-	return err
+	return syncDirs(existing, dir, sync)
 }

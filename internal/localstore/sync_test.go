@@ -140,3 +140,29 @@ func TestSyncDirsStopsAtRoot(t *testing.T) {
 		}
 	}
 }
+
+// MkdirAll syncs every folder from the new one up to the deepest one that
+// was there before, and nothing when the folder was there.
+func TestMkdirAllSyncsWhatItMade(t *testing.T) {
+	base := t.TempDir()
+	deep := filepath.Join(base, "a", "b", "table")
+	for _, want := range [][]string{
+		{deep, filepath.Join(base, "a", "b"), filepath.Join(base, "a"), base},
+		nil,
+	} {
+		var got []string
+		err := mkdirAll(deep, func(f *os.File) error {
+			got = append(got, f.Name())
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info, err := os.Stat(deep); err != nil || !info.IsDir() {
+			t.Fatalf("%s not made: %v", deep, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("synced %q, want %q", got, want)
+		}
+	}
+}

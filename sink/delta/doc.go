@@ -41,12 +41,13 @@
 //
 // On a local folder every file reaches the disk before the log names it:
 // a data file's bytes are synced before it gets its name, and the folders
-// holding the name after, all before its write returns; a commit is
-// synced the same way, with the table's folder, before CommitSnapshot or
-// AppendChanges returns. A power loss or kernel crash then never leaves a commit
-// naming a data file that is empty or missing (Linux's fsync(2) makes a
-// name durable only through a sync of its folder). On Windows folders
-// are not synced (untested there).
+// holding the name after, all before its write returns; a commit,
+// checkpoint or _last_checkpoint is synced the same way before the call
+// that writes it returns, and Open syncs the folders it makes. A power
+// loss or kernel crash then never leaves a commit naming a data file that
+// is empty or missing (Linux's fsync(2) makes a name durable only through
+// a sync of its folder). Untested on Windows, where folders are not
+// synced, and on macOS.
 //
 // The store must honour the condition. Before a Table's first conditional
 // write to a store other than a folder it writes a probe object

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
-	"os"
 	"path/filepath"
 	"sync"
 
@@ -106,7 +105,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Table, error) {
 		if err != nil {
 			return nil, fmt.Errorf("delta: table path %q: %w", rawURL, err)
 		}
-		if err := os.MkdirAll(abs, 0o777); err != nil {
+		if err := localstore.MkdirAll(abs); err != nil {
 			return nil, fmt.Errorf("delta: creating table folder %s: %w", abs, err)
 		}
 		return newTable(rawURL, localstore.NewDir(abs), abs, opts), nil
