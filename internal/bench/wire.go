@@ -247,12 +247,18 @@ func (s *wireServer) close() {
 	_ = s.cmd.Wait()
 }
 
+// startGenServer serves g's table over TDS on loopback as user "bench"
+// (DSN("bench")).
+func startGenServer(ctx context.Context, g *Gen) (*tdsserver.Server, error) {
+	return tdsserver.Start(ctx, genServer{g}, tdsserver.Options{User: "bench", Password: "bench-Passw0rd", NoRecord: true})
+}
+
 // childTDS is bench -child-tds ROWS PACKETSIZE: it serves the generator's
 // rows over TDS, prints the DSN, answers each "cpu" line on stdin with its
 // CPU nanoseconds, and exits when stdin closes.
 func childTDS(args []string) {
 	rows, packet := childArgs(args, "-child-tds ROWS PACKETSIZE", 2)
-	srv, err := tdsserver.Start(context.Background(), genServer{NewGen(rows, 0)}, tdsserver.Options{User: "bench", Password: "bench-Passw0rd", NoRecord: true})
+	srv, err := startGenServer(context.Background(), NewGen(rows, 0))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench -child-tds:", err)
 		os.Exit(1)

@@ -10,7 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/cdcsnap/cdcsnap/internal/tdsserver"
 	"github.com/cdcsnap/cdcsnap/keyrange"
 	"github.com/cdcsnap/cdcsnap/source"
 	"github.com/cdcsnap/cdcsnap/source/sqlserver"
@@ -23,7 +22,7 @@ func TestWireReadsWhatTheGeneratorMakes(t *testing.T) {
 	ctx := context.Background()
 	const rows = 3000
 	g := NewGen(rows, 0)
-	srv, err := tdsserver.Start(ctx, genServer{g}, tdsserver.Options{User: "bench", Password: "bench-Passw0rd", NoRecord: true})
+	srv, err := startGenServer(ctx, g)
 	if err != nil {
 		t.Fatal(err)
 	}

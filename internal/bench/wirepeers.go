@@ -159,38 +159,50 @@ func jdbcPeer(work, host, port, user, password, query string) (wirePeer, error) 
 func goScanPeer(db *sql.DB, query string) wirePeer {
 	p := wirePeer{name: "go-mssqldb v1.11.2, database/sql Scan into any", passes: wirePeerPasses, allocs: true}
 	p.read = func(ctx context.Context, passes int) ([]measure, error) {
-		var ms []measure
-		for range passes {
-			m, err := withCPU(func() (measure, error) {
-				start := time.Now()
-				rows, err := db.QueryContext(ctx, query)
-				if err != nil {
-					return measure{}, err
-				}
-				defer rows.Close()
-				cols, _ := rows.Columns()
-				vals := make([]any, len(cols))
-				ptrs := make([]any, len(cols))
-				for i := range vals {
-					ptrs[i] = &vals[i]
-				}
-				var n int64
-				for rows.Next() {
-					if err := rows.Scan(ptrs...); err != nil {
-						return measure{}, err
-					}
-					n++
-				}
-				return measure{Rows: n, Seconds: time.Since(start).Seconds()}, rows.Err()
-			})
-			if err != nil {
-				return nil, err
+		return scanPasses(ctx, db, query, passes, func(n int) []any {
+			vals := make([]any, n)
+			ptrs := make([]any, n)
+			for i := range vals {
+				ptrs[i] = &vals[i]
 			}
-			ms = append(ms, m)
-		}
-		return ms, nil
+			return ptrs
+		})
 	}
 	return p
+}
+
+// scanPasses reads query whole passes times through database/sql,
+// scanning each row into dest(columns), and returns each pass's figures.
+func scanPasses(ctx context.Context, db *sql.DB, query string, passes int, dest func(columns int) []any) ([]measure, error) {
+	var ms []measure
+	for range passes {
+		m, err := withCPU(func() (measure, error) {
+			start := time.Now()
+			rows, err := db.QueryContext(ctx, query)
+			if err != nil {
+				return measure{}, err
+			}
+			defer rows.Close()
+			cols, err := rows.Columns()
+			if err != nil {
+				return measure{}, err
+			}
+			ptrs := dest(len(cols))
+			var n int64
+			for rows.Next() {
+				if err := rows.Scan(ptrs...); err != nil {
+					return measure{}, err
+				}
+				n++
+			}
+			return measure{Rows: n, Seconds: time.Since(start).Seconds()}, rows.Err()
+		})
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, m)
+	}
+	return ms, nil
 }
 
 // cdcsnapPeer is source/sqlserver's ReadRange of the whole table into
@@ -302,24 +314,9 @@ func wirePeersTable(ctx context.Context, cfg config, work string, n int64, w io.
 	rounds := max(cfg.reps, 3)
 	fmt.Fprintf(w, "\nReading %d rows of the benchmark shape from internal/tdsserver on loopback, one connection, each client's defaults; %d rounds, interleaved, each client %d passes per round (mssql-jdbc %d), the last counted; median over the rounds\n\n",
 		n, rounds, wirePeerPasses, jdbcPasses)
-	results := make([][]measure, len(peers))
-	for r := range rounds {
-		for i, p := range peers {
-			ms, err := p.read(ctx, p.passes)
-			if err != nil {
-				return err
-			}
-			last := ms[len(ms)-1]
-			if last.Rows != n {
-				return fmt.Errorf("bench: %s read %d rows, want %d", p.name, last.Rows, n)
-			}
-			results[i] = append(results[i], last)
-			allocs := ""
-			if p.allocs {
-				allocs = fmt.Sprintf(", %.2f allocs/row", last.allocsPerRow())
-			}
-			fmt.Fprintf(os.Stderr, "  round %d: %-50s %.2f µs/row CPU, %.0f rows/s%s\n", r+1, p.name, last.cpuPerRow(), last.rowsPerSec(), allocs)
-		}
+	results, err := interleave(ctx, peers, rounds, n)
+	if err != nil {
+		return err
 	}
 	cpu := make([]float64, len(peers))
 	rate := make([]float64, len(peers))
@@ -351,6 +348,32 @@ func wirePeersTable(ctx context.Context, cfg config, work string, n int64, w io.
 		return printSplit(w, prof, n)
 	}
 	return nil
+}
+
+// interleave reads with every peer in turn, rounds times, each its
+// passes, and returns each peer's last pass of every round; each pass
+// must read n rows.
+func interleave(ctx context.Context, peers []wirePeer, rounds int, n int64) ([][]measure, error) {
+	results := make([][]measure, len(peers))
+	for r := range rounds {
+		for i, p := range peers {
+			ms, err := p.read(ctx, p.passes)
+			if err != nil {
+				return nil, fmt.Errorf("bench: %s: %w", p.name, err)
+			}
+			last := ms[len(ms)-1]
+			if last.Rows != n {
+				return nil, fmt.Errorf("bench: %s read %d rows, want %d", p.name, last.Rows, n)
+			}
+			results[i] = append(results[i], last)
+			allocs := ""
+			if p.allocs {
+				allocs = fmt.Sprintf(", %.2f allocs/row", last.allocsPerRow())
+			}
+			fmt.Fprintf(os.Stderr, "  round %d: %-50s %.2f µs/row CPU, %.0f rows/s%s\n", r+1, p.name, last.cpuPerRow(), last.rowsPerSec(), allocs)
+		}
+	}
+	return results, nil
 }
 
 func mapSlice[T, U any](xs []T, f func(T) U) []U {

@@ -6,9 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"os"
 	"strings"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
@@ -170,29 +168,20 @@ func (k *keptValue) Scan(src any) error {
 	return nil
 }
 
-// scanShape reads the table in one shape and returns the pass's figures.
-func scanShape(ctx context.Context, db *sql.DB, sh wireShape) (measure, error) {
-	return withCPU(func() (measure, error) {
-		start := time.Now()
-		rows, err := db.QueryContext(ctx, shapePrefix+sh.label+" */ * FROM [dbo].[orders]")
-		if err != nil {
-			return measure{}, err
-		}
-		defer rows.Close()
-		kept := make([]keptValue, len(sh.cols))
-		ptrs := make([]any, len(kept))
-		for i := range kept {
-			ptrs[i] = &kept[i]
-		}
-		var n int64
-		for rows.Next() {
-			if err := rows.Scan(ptrs...); err != nil {
-				return measure{}, err
+// shapePeer reads the table in shape sh, keeping each driver value.
+func shapePeer(db *sql.DB, sh wireShape) wirePeer {
+	p := wirePeer{name: sh.name, passes: wirePeerPasses, allocs: true}
+	p.read = func(ctx context.Context, passes int) ([]measure, error) {
+		return scanPasses(ctx, db, shapePrefix+sh.label+" */ * FROM [dbo].[orders]", passes, func(n int) []any {
+			kept := make([]keptValue, n)
+			ptrs := make([]any, n)
+			for i := range kept {
+				ptrs[i] = &kept[i]
 			}
-			n++
-		}
-		return measure{Rows: n, Seconds: time.Since(start).Seconds()}, rows.Err()
-	})
+			return ptrs
+		})
+	}
+	return p
 }
 
 // runWireShapes runs the shapes benchmark for each -rows size.
@@ -229,41 +218,27 @@ func shapesTable(ctx context.Context, dsn string, n int64, rounds int, w io.Writ
 	}
 	// The read path itself first, for reference: the same server, process
 	// and collector settings.
-	path := cdcsnapPeer(src, wireInstance(NewGen(n, 0)), "")
+	peers := []wirePeer{cdcsnapPeer(src, wireInstance(NewGen(n, 0)), "")}
 	shapes := wireShapes()
+	for _, sh := range shapes {
+		peers = append(peers, shapePeer(db, sh))
+	}
 	fmt.Fprintf(w, "\nReading %d rows of the benchmark's values in each shape from internal/tdsserver on loopback, one connection as sqlserver.Open makes it, go-mssqldb's database/sql loop keeping each driver value (no decoding); %d rounds, interleaved, %d passes per round, the last counted; median over the rounds\n\n",
 		n, rounds, wirePeerPasses)
-	results := make([][]measure, len(shapes))
-	var pathResults []measure
-	for r := range rounds {
-		ms, err := path.read(ctx, wirePeerPasses)
-		if err != nil {
-			return err
-		}
-		if last := ms[len(ms)-1]; last.Rows != n {
-			return fmt.Errorf("bench: %s read %d rows, want %d", path.name, last.Rows, n)
-		}
-		pathResults = append(pathResults, ms[len(ms)-1])
-		for i, sh := range shapes {
-			var last measure
-			for range wirePeerPasses {
-				if last, err = scanShape(ctx, db, sh); err != nil {
-					return fmt.Errorf("bench: shape %s: %w", sh.label, err)
-				}
-			}
-			if last.Rows != n {
-				return fmt.Errorf("bench: shape %s read %d rows, want %d", sh.label, last.Rows, n)
-			}
-			results[i] = append(results[i], last)
-			fmt.Fprintf(os.Stderr, "  round %d: %-62s %.2f µs/row CPU, %.2f allocs/row\n", r+1, sh.name, last.cpuPerRow(), last.allocsPerRow())
-		}
+	results, err := interleave(ctx, peers, rounds, n)
+	if err != nil {
+		return err
 	}
 	fmt.Fprintln(w, "| shape | columns | client CPU µs/row | client allocs/row | rows/s |")
 	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: |")
-	fmt.Fprintf(w, "| %s, decoding too | 8 | %.2f | %.2f | %.0f |\n", path.name,
-		median(mapSlice(pathResults, measure.cpuPerRow)), median(mapSlice(pathResults, measure.allocsPerRow)), median(mapSlice(pathResults, measure.rowsPerSec)))
-	for i, sh := range shapes {
-		fmt.Fprintf(w, "| %s | %d | %.2f | %.2f | %.0f |\n", sh.name, len(sh.cols),
+	for i, p := range peers {
+		name, cols := p.name, 8
+		if i == 0 {
+			name += ", decoding too"
+		} else {
+			cols = len(shapes[i-1].cols)
+		}
+		fmt.Fprintf(w, "| %s | %d | %.2f | %.2f | %.0f |\n", name, cols,
 			median(mapSlice(results[i], measure.cpuPerRow)), median(mapSlice(results[i], measure.allocsPerRow)), median(mapSlice(results[i], measure.rowsPerSec)))
 	}
 	return nil

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cdcsnap/cdcsnap/internal/tdsserver"
 	"github.com/cdcsnap/cdcsnap/source/sqlserver"
 )
 
@@ -22,7 +21,7 @@ func TestWireShapesCarryTheGeneratorsValues(t *testing.T) {
 	ctx := context.Background()
 	const rows = 2000
 	g := NewGen(rows, 0)
-	srv, err := tdsserver.Start(ctx, genServer{g}, tdsserver.Options{User: "bench", Password: "bench-Passw0rd", NoRecord: true})
+	srv, err := startGenServer(ctx, g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +61,7 @@ func TestWireShapesCarryTheGeneratorsValues(t *testing.T) {
 func TestShapesTablePrintsEveryShape(t *testing.T) {
 	ctx := context.Background()
 	const rows = 500
-	srv, err := tdsserver.Start(ctx, genServer{NewGen(rows, 0)}, tdsserver.Options{User: "bench", Password: "bench-Passw0rd", NoRecord: true})
+	srv, err := startGenServer(ctx, NewGen(rows, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

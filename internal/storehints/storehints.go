@@ -138,3 +138,16 @@ func IsADLS(scheme string) bool {
 	}
 	return false
 }
+
+// LocalOrMem says whether sink/delta's Open takes the table at rawURL
+// itself: local for a folder (a plain path, "C:\..." on Windows, or
+// file://), mem for mem://. u is rawURL parsed, nil when it does not parse
+// (a path).
+func LocalOrMem(rawURL string) (u *url.URL, local, mem bool) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, true, false
+	}
+	local = u.Scheme == "" || len(u.Scheme) == 1 || u.Scheme == "file"
+	return u, local, u.Scheme == "mem"
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"path/filepath"
 	"sync"
 
@@ -91,14 +90,10 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Table, error) {
 	if err := opts.Create.validate(); err != nil {
 		return nil, err
 	}
-	u, err := url.Parse(rawURL)
-	local := err != nil || u.Scheme == "" || len(u.Scheme) == 1 // "C:\..." on Windows
-	if !local && u.Scheme == "file" {
-		local = true
-	}
+	u, local, mem := storehints.LocalOrMem(rawURL)
 	if local {
 		dir := rawURL
-		if err == nil && u.Scheme == "file" {
+		if u != nil && u.Scheme == "file" {
 			dir = u.Path
 		}
 		abs, err := filepath.Abs(dir)
@@ -110,7 +105,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Table, error) {
 		}
 		return newTable(rawURL, localstore.NewDir(abs), abs, opts), nil
 	}
-	if u.Scheme == "mem" {
+	if mem {
 		return newTable(rawURL, localstore.NewMem(), "", opts), nil
 	}
 	return nil, storeURLError(rawURL, u.Scheme)

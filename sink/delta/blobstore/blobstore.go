@@ -30,8 +30,8 @@ import (
 // returns an error naming the import. A local folder, file:// or mem://
 // goes to delta.Open. The table's Close closes the bucket.
 func Open(ctx context.Context, rawURL string, opts delta.Options) (*delta.Table, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Scheme == "" || len(u.Scheme) == 1 || u.Scheme == "file" || u.Scheme == "mem" {
+	u, local, mem := storehints.LocalOrMem(rawURL)
+	if local || mem {
 		return delta.Open(ctx, rawURL, opts)
 	}
 	if storehints.IsADLS(u.Scheme) {
